@@ -1,0 +1,55 @@
+"""Per-item state, reached through a context variable.
+
+``assert_that`` and the judges find the item they belong to here, not on the evaluator,
+so many items of one evaluator can be in flight at once in the async executor.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass, field
+
+from ._results import AssertionRecord
+from ._usage import Usage
+
+
+@dataclass
+class ItemContext:
+    """What an item accumulates while it runs: assertion records and token usage."""
+
+    assertions: list[AssertionRecord] = field(default_factory=list)
+    agent_usage: Usage = field(default_factory=Usage)
+    judge_usage: Usage = field(default_factory=Usage)
+    judge_calls: int = 0
+    cached_calls: int = 0
+    retries: int = 0
+
+    def add_judge_call(self, usage: Usage, *, cached: bool, retries: int) -> None:
+        """Account one judge, simulator or embedding call to this item."""
+        self.judge_calls += 1
+        self.retries += retries
+        if cached:
+            self.cached_calls += 1
+        else:
+            self.judge_usage = self.judge_usage + usage
+
+
+_current: contextvars.ContextVar[ItemContext | None] = contextvars.ContextVar(
+    "agenteval_item", default=None
+)
+
+
+def current_item() -> ItemContext | None:
+    """The item being evaluated in this thread or task, if any."""
+    return _current.get()
+
+
+def enter_item() -> tuple[ItemContext, contextvars.Token[ItemContext | None]]:
+    """Start collecting for a new item; pass the token to :func:`exit_item`."""
+    ctx = ItemContext()
+    return ctx, _current.set(ctx)
+
+
+def exit_item(token: contextvars.Token[ItemContext | None]) -> None:
+    """Stop collecting for the item started with :func:`enter_item`."""
+    _current.reset(token)

@@ -1,0 +1,144 @@
+"""``BaseEvaluator``: the class users subclass to evaluate their agent."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from ._context import current_item
+from ._results import AssertionRecord, AssertionResult
+from ._usage import Usage
+from .assertions._base import Assertion
+
+_REQUIRED = ("get_dataset", "run", "evaluate")
+
+
+class BaseEvaluator:
+    """Base class of an evaluator: a dataset, the agent run on each item, and assertions.
+
+    Implement ``get_dataset``, ``run`` and ``evaluate``; optionally ``set_up`` (once, before
+    any item) and ``tear_down`` (once, after the last). ``run`` and ``evaluate`` may be
+    ``async def``. Example::
+
+        class RefundEvaluator(BaseEvaluator):
+            def get_dataset(self):
+                return JsonDataset(Path(__file__).parent / "datasets/refunds.json")
+
+            def run(self, item: dict) -> str:
+                return support_agent.chat(item["input"])
+
+            def evaluate(self, output: str, item: dict) -> None:
+                self.assert_that(StringContains(item["reference"]), output)
+
+    Class attributes: ``name`` and ``description`` for reports, ``tags`` for ``--tag``
+    selection, and ``__abstract__ = True`` on an intermediate base class to keep it out of
+    discovery (and out of the missing-method check).
+    """
+
+    __abstract__: ClassVar[bool] = True
+    name: ClassVar[str | None] = None
+    description: ClassVar[str] = ""
+    tags: ClassVar[tuple[str, ...] | list[str]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("__abstract__", False):
+            return
+        missing = [m for m in _REQUIRED if getattr(cls, m) is getattr(BaseEvaluator, m)]
+        if missing:
+            raise TypeError(
+                f"{cls.__qualname__} must implement {', '.join(missing)} "
+                f"(or set __abstract__ = True on it if it is a base class)"
+            )
+
+    @classmethod
+    def display_name(cls) -> str:
+        """``name`` if set, else the class name."""
+        return cls.name or cls.__name__
+
+    @classmethod
+    def is_abstract(cls) -> bool:
+        """True when this class itself (not a parent) sets ``__abstract__ = True``."""
+        return bool(cls.__dict__.get("__abstract__", False))
+
+    def set_up(self) -> None:
+        """Prepare shared state (build the agent, open clients); runs once, before any item."""
+
+    def tear_down(self) -> None:
+        """Release what ``set_up`` acquired; runs once, after the last item."""
+
+    def get_dataset(self) -> Iterable[Mapping[str, Any]]:
+        """Return the items to evaluate: a ``Dataset`` or any iterable of dicts."""
+        raise NotImplementedError
+
+    def run(self, item: Any) -> Any:
+        """Run the agent on one item and return its output (may be ``async def``)."""
+        raise NotImplementedError
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        """Check ``output`` with ``self.assert_that(...)`` (may be ``async def``)."""
+        raise NotImplementedError
+
+    def assert_that(
+        self, assertion: Assertion, actual: Any, *, soft: bool = False
+    ) -> AssertionResult:
+        """Evaluate ``assertion`` on ``actual``, record the result for this item, return it.
+
+        A ``soft`` assertion counts in the item's score but its failure does not fail the
+        item. The call site (file and line of the caller) is recorded with the result.
+        """
+        result = assertion.evaluate(actual)
+        self._record(assertion, result, soft, sys._getframe(1))
+        return result
+
+    async def aassert_that(
+        self, assertion: Assertion, actual: Any, *, soft: bool = False
+    ) -> AssertionResult:
+        """Async :meth:`assert_that`, for ``async def evaluate``: awaits ``aevaluate``."""
+        result = await assertion.aevaluate(actual)
+        self._record(assertion, result, soft, sys._getframe(1))
+        return result
+
+    def report_usage(self, usage: Usage) -> None:
+        """Add token usage of the agent under test to the current item.
+
+        Not needed when ``run`` returns a ``Trajectory``: its usage is taken automatically.
+        """
+        ctx = current_item()
+        if ctx is None:
+            raise RuntimeError("report_usage() can only be called while an item is running")
+        ctx.agent_usage = ctx.agent_usage + usage
+
+    def _record(
+        self, assertion: Assertion, result: AssertionResult, soft: bool, frame: Any
+    ) -> None:
+        if not isinstance(result, AssertionResult):
+            raise TypeError(
+                f"{type(assertion).__name__}.evaluate() must return an AssertionResult, "
+                f"got {type(result).__name__}"
+            )
+        ctx = current_item()
+        if ctx is None:
+            raise RuntimeError(
+                "assert_that() can only be called while an item is being evaluated "
+                "(from evaluate() or run())"
+            )
+        ctx.assertions.append(
+            AssertionRecord(
+                name=getattr(assertion, "name", type(assertion).__name__),
+                passed=result.passed,
+                soft=soft,
+                score=result.score,
+                message=result.message,
+                context=result.context,
+                file=frame.f_code.co_filename,
+                line=frame.f_lineno,
+            )
+        )
+
+
+def is_async(fn: Any) -> bool:
+    """True for ``async def`` functions and methods."""
+    return inspect.iscoroutinefunction(fn)

@@ -1,0 +1,374 @@
+"""Results: what an assertion returns, what an item and an evaluator produce.
+
+These models are the record format: an item's :class:`ItemResult` is built where the item
+ran (possibly a forked child or a remote worker), sent as plain JSON, appended to the run
+journal and read back by output drivers. Keep every field JSON-safe.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._usage import Usage
+
+ItemStatus = Literal["passed", "failed", "error", "timeout", "crashed", "cancelled"]
+"""Terminal status of one item run."""
+
+EvaluatorStatus = Literal["passed", "failed", "error", "skipped"]
+"""Overall status of an evaluator."""
+
+Stage = Literal["set_up", "get_dataset", "run", "evaluate", "tear_down", "executor"]
+"""Where an error happened."""
+
+ERROR_STATUSES: frozenset[str] = frozenset({"error", "timeout", "crashed"})
+
+
+class AssertionResult(BaseModel):
+    """The verdict of one assertion on one value.
+
+    Assertions return it; they never raise for a value that merely fails::
+
+        AssertionResult.pass_()                       # passed, score 1.0
+        AssertionResult.fail(0.2, "too far from reference")
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    passed: bool
+    score: float = Field(ge=0.0, le=1.0)
+    message: str = ""
+    context: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if math.isnan(value):
+            raise ValueError("score must be a number in [0, 1], got NaN")
+        return value
+
+    @classmethod
+    def pass_(
+        cls, score: float = 1.0, message: str = "", context: dict[str, Any] | None = None
+    ) -> AssertionResult:
+        """A passing result (``pass`` is a keyword in Python, hence the underscore)."""
+        return cls(passed=True, score=score, message=message, context=context or {})
+
+    @classmethod
+    def fail(
+        cls, score: float = 0.0, message: str = "", context: dict[str, Any] | None = None
+    ) -> AssertionResult:
+        """A failing result with a message saying what was expected."""
+        return cls(passed=False, score=score, message=message, context=context or {})
+
+
+class AssertionRecord(BaseModel):
+    """An :class:`AssertionResult` as recorded for an item, with where it was asserted."""
+
+    name: str
+    passed: bool
+    soft: bool = False
+    score: float
+    message: str = ""
+    context: dict[str, Any] = Field(default_factory=dict)
+    file: str | None = None
+    line: int | None = None
+
+
+class ErrorInfo(BaseModel):
+    """An exception raised by user code, kept as plain data."""
+
+    stage: Stage
+    type: str
+    message: str
+    traceback: str = ""
+
+
+class ItemUsage(BaseModel):
+    """Tokens an item spent, split into the agent under test and the judges grading it."""
+
+    agent: Usage = Field(default_factory=Usage)
+    judge: Usage = Field(default_factory=Usage)
+    judge_calls: int = 0
+    cached_calls: int = 0
+    retries: int = 0
+
+
+class ItemResult(BaseModel):
+    """Everything known about one run of one dataset item.
+
+    ``status`` is ``passed`` when nothing raised and no gate assertion failed; ``failed``
+    when a gate assertion failed; ``error`` when user code raised; ``timeout``, ``crashed``
+    and ``cancelled`` come from the parallel executor.
+    """
+
+    evaluator: str = ""
+    id: str | int
+    index: int
+    repeat: int = 0
+    status: ItemStatus
+    score: float | None = None
+    duration_s: float = 0.0
+    input: Any = None
+    output: Any = None
+    output_truncated: bool = False
+    output_size: int | None = None
+    assertions: list[AssertionRecord] = Field(default_factory=list)
+    error: ErrorInfo | None = None
+    stdout: str = ""
+    stderr: str = ""
+    usage: ItemUsage = Field(default_factory=ItemUsage)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """Identity of this record in a run: evaluator, item id and repeat index."""
+        return (self.evaluator, str(self.id), self.repeat)
+
+    @property
+    def soft_failures(self) -> list[AssertionRecord]:
+        """Soft assertions that failed (they lower the score but do not fail the item)."""
+        return [a for a in self.assertions if a.soft and not a.passed]
+
+
+def item_status(assertions: Sequence[AssertionRecord], error: ErrorInfo | None) -> ItemStatus:
+    """The outcome rule: errors first, then any failed gate assertion."""
+    if error is not None:
+        return "error"
+    if any(not a.passed and not a.soft for a in assertions):
+        return "failed"
+    return "passed"
+
+
+def mean_score(assertions: Sequence[AssertionRecord]) -> float | None:
+    """Item score: mean of its assertion scores, ``None`` when it has none."""
+    if not assertions:
+        return None
+    return sum(a.score for a in assertions) / len(assertions)
+
+
+class AssertionStats(BaseModel):
+    """Assertion counts over an evaluator or a run."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    success_rate: float = 0.0
+
+
+class ScoreStats(BaseModel):
+    """Average, minimum and maximum over all assertion scores (0.0 when there are none)."""
+
+    average: float = 0.0
+    min: float = 0.0
+    max: float = 0.0
+
+
+class DurationStats(BaseModel):
+    """Wall-clock total and the mean duration of one item (run + evaluate)."""
+
+    total: float = 0.0
+    average: float = 0.0
+
+
+class FailureGroup(BaseModel):
+    """Failed assertions grouped by assertion name or by call site."""
+
+    key: str
+    count: int
+    items: list[str | int]
+
+
+def _rate(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+class EvaluatorSummary(BaseModel):
+    """The results of one evaluator, with the figures Neuron reports.
+
+    Errors count in the denominator of ``success_rate`` and are reported separately.
+    ``duration_s.total`` is real wall-clock time; ``duration_s.average`` is the mean item
+    duration, which under parallel execution can exceed ``total / count``.
+    """
+
+    name: str
+    file: str = ""
+    id: str = ""
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    status: EvaluatorStatus = "passed"
+    error: ErrorInfo | None = None
+    skip_reason: str | None = None
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    cancelled: int = 0
+    success_rate: float = 0.0
+    assertions: AssertionStats = Field(default_factory=AssertionStats)
+    score: ScoreStats = Field(default_factory=ScoreStats)
+    duration_s: DurationStats = Field(default_factory=DurationStats)
+    failures_by_assertion: list[FailureGroup] = Field(default_factory=list)
+    failures_by_site: list[FailureGroup] = Field(default_factory=list)
+    soft_failures: int = 0
+    usage: ItemUsage = Field(default_factory=ItemUsage)
+    items: list[ItemResult] = Field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        name: str,
+        items: Iterable[ItemResult],
+        wall_time: float,
+        file: str = "",
+        id: str = "",
+        description: str = "",
+        tags: Sequence[str] = (),
+        error: ErrorInfo | None = None,
+        skip_reason: str | None = None,
+    ) -> EvaluatorSummary:
+        """Compute every figure from the item results."""
+        items = sorted(items, key=lambda r: (r.index, r.repeat))
+        counts = {"passed": 0, "failed": 0, "error": 0, "cancelled": 0}
+        scores: list[float] = []
+        a_passed = soft_failures = 0
+        by_name: dict[str, FailureGroup] = {}
+        by_site: dict[str, FailureGroup] = {}
+        usage = ItemUsage()
+        agent, judge = usage.agent, usage.judge
+        judge_calls = cached = retries = 0
+        for item in items:
+            status = "error" if item.status in ERROR_STATUSES else item.status
+            counts[status] += 1
+            for a in item.assertions:
+                scores.append(a.score)
+                if a.passed:
+                    a_passed += 1
+                    continue
+                if a.soft:
+                    soft_failures += 1
+                    continue
+                site = f"{a.file}:{a.line}" if a.file else a.name
+                for groups, key in ((by_name, a.name), (by_site, site)):
+                    group = groups.setdefault(key, FailureGroup(key=key, count=0, items=[]))
+                    group.count += 1
+                    if not group.items or group.items[-1] != item.id:
+                        group.items.append(item.id)
+            u = item.usage
+            agent, judge = agent + u.agent, judge + u.judge
+            judge_calls += u.judge_calls
+            cached += u.cached_calls
+            retries += u.retries
+        total = len(items)
+        durations = [i.duration_s for i in items if i.status != "cancelled"]
+        if error is not None:
+            status_: EvaluatorStatus = "error"
+        elif skip_reason is not None:
+            status_ = "skipped"
+        elif counts["error"] or counts["cancelled"]:
+            status_ = "error"
+        elif counts["failed"]:
+            status_ = "failed"
+        else:
+            status_ = "passed"
+        return cls(
+            name=name,
+            file=file,
+            id=id,
+            description=description,
+            tags=list(tags),
+            status=status_,
+            error=error,
+            skip_reason=skip_reason,
+            total=total,
+            passed=counts["passed"],
+            failed=counts["failed"],
+            errored=counts["error"],
+            cancelled=counts["cancelled"],
+            success_rate=_rate(counts["passed"], total),
+            assertions=AssertionStats(
+                total=len(scores),
+                passed=a_passed,
+                failed=len(scores) - a_passed,
+                success_rate=_rate(a_passed, len(scores)),
+            ),
+            score=ScoreStats(
+                average=sum(scores) / len(scores) if scores else 0.0,
+                min=min(scores, default=0.0),
+                max=max(scores, default=0.0),
+            ),
+            duration_s=DurationStats(
+                total=wall_time,
+                average=sum(durations) / len(durations) if durations else 0.0,
+            ),
+            failures_by_assertion=sorted(by_name.values(), key=lambda g: -g.count),
+            failures_by_site=sorted(by_site.values(), key=lambda g: -g.count),
+            soft_failures=soft_failures,
+            usage=ItemUsage(
+                agent=agent, judge=judge, judge_calls=judge_calls, cached_calls=cached,
+                retries=retries,
+            ),
+            items=items,
+        )
+
+
+class RunSummary(BaseModel):
+    """The whole run: every evaluator summary, the totals and the exit code."""
+
+    id: str
+    started_at: str
+    duration_s: float
+    agenteval_version: str
+    exit_code: int = 0
+    interrupted: str | None = None
+    evaluators: list[EvaluatorSummary] = Field(default_factory=list)
+    driver_errors: list[str] = Field(default_factory=list)
+    run_dir: str | None = None
+
+    @property
+    def total(self) -> int:
+        """Items over all evaluators."""
+        return sum(e.total for e in self.evaluators)
+
+    @property
+    def passed(self) -> int:
+        """Passed items over all evaluators."""
+        return sum(e.passed for e in self.evaluators)
+
+    @property
+    def failed(self) -> int:
+        """Failed items over all evaluators."""
+        return sum(e.failed for e in self.evaluators)
+
+    @property
+    def errored(self) -> int:
+        """Items that errored, timed out or crashed, over all evaluators."""
+        return sum(e.errored for e in self.evaluators)
+
+    @property
+    def cancelled(self) -> int:
+        """Items cancelled by an interrupt."""
+        return sum(e.cancelled for e in self.evaluators)
+
+    @property
+    def success_rate(self) -> float:
+        """Passed items over all items (0.0 when there are none)."""
+        return _rate(self.passed, self.total)
+
+    @property
+    def usage(self) -> ItemUsage:
+        """Token usage over all evaluators."""
+        total = ItemUsage()
+        for e in self.evaluators:
+            u = e.usage
+            total = ItemUsage(
+                agent=total.agent + u.agent,
+                judge=total.judge + u.judge,
+                judge_calls=total.judge_calls + u.judge_calls,
+                cached_calls=total.cached_calls + u.cached_calls,
+                retries=total.retries + u.retries,
+            )
+        return total

@@ -1,0 +1,81 @@
+"""Turning arbitrary user values into JSON-safe data before they leave the item."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import math
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+from pydantic import BaseModel
+
+_REPR_LIMIT = 200
+
+
+def placeholder(value: object) -> dict[str, str]:
+    """The stand-in for a value that cannot be represented as JSON."""
+    cls = type(value)
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ must not lose the item
+        text = f"<repr failed: {type(exc).__name__}>"
+    if len(text) > _REPR_LIMIT:
+        text = text[: _REPR_LIMIT - 1] + "…"
+    return {"unserializable": f"{cls.__module__}.{cls.__qualname__}", "repr": text}
+
+
+def to_jsonable(value: Any, _depth: int = 0) -> Any:
+    """``value`` as JSON-safe data; what cannot be converted becomes a :func:`placeholder`.
+
+    Pydantic models and dataclasses become objects, tuples and sets become lists, dates
+    become ISO strings, non-finite floats become placeholders (JSON has no NaN).
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else placeholder(value)
+    if _depth > 50:
+        return placeholder(value)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k if isinstance(k, str) else str(k)] = to_jsonable(v, _depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v, _depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [to_jsonable(v, _depth + 1) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, BaseModel):
+        try:
+            return value.model_dump(mode="json")
+        except Exception:
+            return placeholder(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_jsonable(getattr(value, f.name), _depth + 1)
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, _depth + 1)
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, bytes):
+        return placeholder(value)
+    return placeholder(value)
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` (already JSON-safe) as compact UTF-8 JSON."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass")) + 2
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())

@@ -1,0 +1,94 @@
+"""``ScriptedModel``: an in-process model double that replays scripted replies."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Union
+
+from ..llm._types import ModelRequest, ModelResponse
+from ..trajectory._messages import ToolCall
+
+ScriptedReply = Union[str, ModelResponse, Mapping[str, Any], Callable[[ModelRequest], Any]]
+"""A scripted reply: assistant text, a response, a dict of response fields, or a callable."""
+
+
+class ScriptExhaustedError(AssertionError):
+    """A :class:`ScriptedModel` received more requests than it has replies."""
+
+
+class ScriptedModel:
+    """A :class:`~agenteval.llm.Model` that returns scripted replies in order, offline.
+
+    For fast unit tests of agents, judges and simulated users::
+
+        model = ScriptedModel([
+            {"tool_calls": [{"name": "search_orders", "inputs": {"order_id": "123"}}]},
+            "Order 123 was delivered yesterday.",
+        ])
+
+    Each reply is a string (assistant text), a :class:`~agenteval.llm.ModelResponse`, a dict
+    of its fields (``text``, ``tool_calls``, ``structured``, ``usage``, ...; tool calls may
+    omit ``id``), or a callable that receives the request and returns any of these.
+    Running out of replies raises :class:`ScriptExhaustedError`. ``requests`` holds every
+    request received.
+    """
+
+    def __init__(self, replies: Iterable[ScriptedReply], *, name: str = "scripted:model") -> None:
+        self._replies = list(replies)
+        self._name = name
+        self._lock = threading.Lock()
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        """The name given at construction (part of cache keys)."""
+        return self._name
+
+    @property
+    def remaining(self) -> int:
+        """Replies not yet consumed."""
+        return len(self._replies) - len(self.requests)
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Return the next scripted reply for ``request``."""
+        with self._lock:
+            n = len(self.requests)
+            self.requests.append(request)
+            if n >= len(self._replies):
+                raise ScriptExhaustedError(
+                    f"ScriptedModel {self._name!r} ran out of replies: request #{n + 1} "
+                    f"but only {len(self._replies)} scripted"
+                )
+            reply: Any = self._replies[n]
+        if callable(reply) and not isinstance(reply, ModelResponse):
+            reply = reply(request)
+        return _to_response(reply, self._name, n)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """Async form of :meth:`complete`."""
+        return self.complete(request)
+
+
+def _to_response(reply: Any, model: str, n: int) -> ModelResponse:
+    if isinstance(reply, ModelResponse):
+        return reply
+    if isinstance(reply, str):
+        return ModelResponse(text=reply, model=model, stop_reason="end_turn")
+    if isinstance(reply, Mapping):
+        fields = dict(reply)
+        calls = []
+        for i, call in enumerate(fields.pop("tool_calls", []) or []):
+            if isinstance(call, ToolCall):
+                calls.append(call)
+            else:
+                call = dict(call)
+                call.setdefault("id", f"call_{n}_{i}")
+                calls.append(ToolCall(**call))
+        fields.setdefault("model", model)
+        fields.setdefault("stop_reason", "tool_use" if calls else "end_turn")
+        return ModelResponse(tool_calls=calls, **fields)
+    raise TypeError(
+        f"ScriptedModel reply #{n + 1} must be a str, dict, ModelResponse or callable, "
+        f"got {type(reply).__name__}"
+    )
