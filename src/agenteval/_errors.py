@@ -89,7 +89,7 @@ class ProviderUnavailableError(ProviderError):
     """Transient provider failures (429, 5xx, overloaded, timeouts) outlasted every retry."""
 
 
-class SkipEvaluator(Exception):  # noqa: N818 - reads as a verb at the raise site
+class SkipEvaluator(Exception):
     """Raise from ``set_up`` to skip the whole evaluator, with a reason.
 
     Skipped evaluators are shown in reports with their reason and do not fail the run::

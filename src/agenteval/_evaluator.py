@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ._context import current_item
 from ._results import AssertionRecord, AssertionResult
+from ._serialize import to_jsonable
 from ._usage import Usage
 from .assertions._base import Assertion
 
@@ -77,7 +79,7 @@ class BaseEvaluator:
         """Run the agent on one item and return its output (may be ``async def``)."""
         raise NotImplementedError
 
-    def evaluate(self, output: Any, item: Any) -> None:
+    def evaluate(self, output: Any, item: Any) -> Any:
         """Check ``output`` with ``self.assert_that(...)`` (may be ``async def``)."""
         raise NotImplementedError
 
@@ -132,11 +134,24 @@ class BaseEvaluator:
                 soft=soft,
                 score=result.score,
                 message=result.message,
-                context=result.context,
-                file=frame.f_code.co_filename,
+                context=to_jsonable(result.context) if result.context else {},
+                file=_shown_path(frame.f_code.co_filename),
                 line=frame.f_lineno,
             )
         )
+
+
+_SHOWN: dict[str, str] = {}
+
+
+def _shown_path(filename: str) -> str:
+    """A call site's file, relative to the working directory when inside it (memoised)."""
+    shown = _SHOWN.get(filename)
+    if shown is None:
+        cwd = os.getcwd()
+        shown = os.path.relpath(filename, cwd) if filename.startswith(cwd + os.sep) else filename
+        _SHOWN[filename] = shown
+    return shown
 
 
 def is_async(fn: Any) -> bool:

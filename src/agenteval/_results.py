@@ -308,7 +308,10 @@ class EvaluatorSummary(BaseModel):
             failures_by_site=sorted(by_site.values(), key=lambda g: -g.count),
             soft_failures=soft_failures,
             usage=ItemUsage(
-                agent=agent, judge=judge, judge_calls=judge_calls, cached_calls=cached,
+                agent=agent,
+                judge=judge,
+                judge_calls=judge_calls,
+                cached_calls=cached,
                 retries=retries,
             ),
             items=items,

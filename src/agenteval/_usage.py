@@ -33,6 +33,8 @@ class Usage(BaseModel):
 
     def __bool__(self) -> bool:
         return bool(
-            self.input_tokens or self.output_tokens or self.cache_read_tokens
+            self.input_tokens
+            or self.output_tokens
+            or self.cache_read_tokens
             or self.cache_write_tokens
         )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Union
+from typing import Any
 
 from ..llm._types import ModelRequest, ModelResponse
 from ..trajectory._messages import ToolCall
 
-ScriptedReply = Union[str, ModelResponse, Mapping[str, Any], Callable[[ModelRequest], Any]]
+ScriptedReply = str | ModelResponse | Mapping[str, Any] | Callable[[ModelRequest], Any]
 """A scripted reply: assistant text, a response, a dict of response fields, or a callable."""
 
 

@@ -1,0 +1,83 @@
+"""agenteval: evaluate LLM agents — their answers, tool calls, approvals and budgets.
+
+Names are imported on first use (PEP 562) so that ``import agenteval`` and
+``agenteval --help`` stay fast: pydantic alone costs more than the CLI's whole start-up
+budget. Type checkers see ordinary imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._errors import (
+        AgentEvalError,
+        ConfigError,
+        DatasetError,
+        DiscoveryError,
+        EvaluationError,
+        JournalError,
+        JudgeError,
+        MissingDependencyError,
+        ProviderAuthError,
+        ProviderError,
+        ProviderQuotaError,
+        ProviderRequestError,
+        ProviderUnavailableError,
+        SkipEvaluator,
+        UsageError,
+    )
+    from ._evaluator import BaseEvaluator
+    from ._results import (
+        AssertionRecord,
+        AssertionResult,
+        ErrorInfo,
+        EvaluatorSummary,
+        ItemResult,
+        RunSummary,
+    )
+    from ._runner import run_evaluations
+    from ._version import __version__
+
+_WHERE = {
+    "AgentEvalError": "_errors",
+    "AssertionRecord": "_results",
+    "AssertionResult": "_results",
+    "BaseEvaluator": "_evaluator",
+    "ConfigError": "_errors",
+    "DatasetError": "_errors",
+    "DiscoveryError": "_errors",
+    "ErrorInfo": "_results",
+    "EvaluationError": "_errors",
+    "EvaluatorSummary": "_results",
+    "ItemResult": "_results",
+    "JournalError": "_errors",
+    "JudgeError": "_errors",
+    "MissingDependencyError": "_errors",
+    "ProviderAuthError": "_errors",
+    "ProviderError": "_errors",
+    "ProviderQuotaError": "_errors",
+    "ProviderRequestError": "_errors",
+    "ProviderUnavailableError": "_errors",
+    "RunSummary": "_results",
+    "SkipEvaluator": "_errors",
+    "UsageError": "_errors",
+    "__version__": "_version",
+    "run_evaluations": "_runner",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agenteval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

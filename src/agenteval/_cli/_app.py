@@ -1,0 +1,297 @@
+"""The Typer application: a thin layer over :func:`agenteval.run_evaluations`.
+
+Only typer is imported at module level, so ``agenteval --help`` stays fast; the runner,
+pydantic and rich load when a command actually runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .._version import __version__
+
+app = typer.Typer(
+    name="agenteval",
+    help="Evaluate LLM agents: run evaluator classes over datasets and report a verdict.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+cache_app = typer.Typer(
+    help="Manage the on-disk cache of judge and embedding calls.", no_args_is_help=True
+)
+app.add_typer(cache_app, name="cache")
+
+EXIT_CODES = """Exit codes: 0 all passed (or success rate >= --min-success-rate); 1 assertions
+failed; 2 items errored, timed out or crashed (beyond --max-errors), a driver failed, or a
+usage/config/dataset error; 130 interrupted by Ctrl-C; 143 terminated by SIGTERM."""
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agenteval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Evaluate LLM agents."""
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"agenteval: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@app.command(epilog=EXIT_CODES)
+def run(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Evaluator files or folders [default: evaluators/].", show_default=False
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="Config file [default: ./evaluation.py if present]."),
+    ] = None,
+    bootstrap: Annotated[
+        Path | None, typer.Option("--bootstrap", help="Python file to run before discovery.")
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every item and assertion.")
+    ] = False,
+    pattern: Annotated[
+        str | None,
+        typer.Option("-k", help="Only evaluators whose name or path::Class contains this."),
+    ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="Only evaluators with this tag (repeatable).")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Items in flight at once.")
+    ] = 1,
+    executor: Annotated[
+        str, typer.Option("--executor", help="auto | inline | fork | async.")
+    ] = "auto",
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Seconds per item before it is killed (parallel executors)."
+        ),
+    ] = None,
+    grace: Annotated[
+        float, typer.Option("--grace", help="Seconds in-flight items get after the first Ctrl-C.")
+    ] = 10.0,
+    max_errors: Annotated[
+        int, typer.Option("--max-errors", min=0, help="Item errors tolerated before exit code 2.")
+    ] = 0,
+    max_output_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-output-bytes", min=0, help="Outputs above this are truncated in records."
+        ),
+    ] = 1024 * 1024,
+    output_json: Annotated[
+        Path | None, typer.Option("--output-json", help="Also write the JSON report here.")
+    ] = None,
+    min_success_rate: Annotated[
+        float,
+        typer.Option(
+            "--min-success-rate",
+            min=0.0,
+            max=1.0,
+            help="Exit 0 when every evaluator reaches this success rate.",
+        ),
+    ] = 1.0,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Resume a run (default: the latest); only unfinished items run.",
+            metavar="[RUN_ID]",
+        ),
+    ] = None,
+    retry_errors: Annotated[
+        str | None,
+        typer.Option(
+            "--retry-errors",
+            help="Re-run the error/timeout/crashed items of RUN_ID.",
+            metavar="RUN_ID",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Resume even if evaluator files or datasets changed.")
+    ] = False,
+    runs_dir: Annotated[
+        Path, typer.Option("--runs-dir", help="Where run journals are kept.")
+    ] = Path(".agenteval/runs"),
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the judge/embedding cache.")
+    ] = False,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="No live progress bar.")
+    ] = False,
+) -> None:
+    """Discover evaluators under PATHS, run them, report, and exit with the verdict."""
+    from .. import _errors
+    from .._runner import run_evaluations
+    from ..outputs import JsonOutput
+
+    if executor not in ("auto", "inline", "fork", "async"):
+        raise _fail(f"--executor must be one of auto, inline, fork, async; got {executor!r}")
+    notices: list[str] = []
+    extra = [JsonOutput(output_json)] if output_json else []
+    try:
+        summary = run_evaluations(
+            [str(p) for p in paths] if paths else ["evaluators"],
+            concurrency=concurrency,
+            executor=executor,  # type: ignore[arg-type]
+            config=config,
+            filter=pattern,
+            tags=tag or (),
+            bootstrap=bootstrap,
+            min_success_rate=min_success_rate,
+            max_errors=max_errors,
+            timeout=timeout,
+            grace=grace,
+            max_output_bytes=max_output_bytes or None,
+            resume=(True if resume == _LATEST else resume),
+            retry_errors=retry_errors,
+            force=force,
+            runs_dir=runs_dir,
+            cache=not no_cache,
+            extra_outputs=extra,
+            notices=notices,
+            argv=["agenteval", *sys.argv[1:]],
+            verbose=verbose or None,
+            progress=False if no_progress else None,
+        )
+    except _errors.AgentEvalError as exc:
+        for notice in notices:
+            typer.echo(f"agenteval: {notice}", err=True)
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted", 130) from None
+    for notice in notices:
+        typer.echo(f"agenteval: {notice}", err=True)
+    for error in summary.driver_errors:
+        typer.echo(f"agenteval: output driver failed: {error}", err=True)
+    raise typer.Exit(summary.exit_code)
+
+
+_TEMPLATE = '''"""{class_name}: evaluates ... (describe what this evaluator checks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+from agenteval.datasets import JsonDataset
+
+
+class {class_name}(BaseEvaluator):
+    # def set_up(self) -> None:
+    #     """Runs once before any item: build your agent, open clients."""
+    #     self.agent = MyAgent()
+
+    def get_dataset(self) -> JsonDataset:
+        return JsonDataset(Path(__file__).parent / "datasets" / "{snake}.json")
+
+    def run(self, item: dict) -> str:
+        # Replace with a call to your agent, e.g. `return self.agent.chat(item["input"])`.
+        return item["input"]
+
+    def evaluate(self, output: str, item: dict) -> None:
+        self.assert_that(StringContains(item["reference"]), output)
+'''
+
+_DATASET = """[
+  {"id": "order-help", "input": "Hello, I need help with my order", "reference": "order"}
+]
+"""
+
+
+def snake_case(name: str) -> str:
+    """``App\\\\Evaluators\\\\RefundEvaluator`` or ``app.evaluators.RefundEvaluator`` → ``refund_evaluator``."""
+    import re
+
+    last = re.split(r"[\\\\./:]+", name.strip())[-1]
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", last)
+    return re.sub(r"[^0-9a-zA-Z]+", "_", words).strip("_").lower()
+
+
+@app.command("make:evaluator")
+def make_evaluator(
+    name: Annotated[
+        str,
+        typer.Argument(help="Class name, e.g. RefundEvaluator (a namespace prefix is ignored)."),
+    ],
+    directory: Annotated[Path, typer.Option("--dir", help="Folder to write into.")] = Path(
+        "evaluators"
+    ),
+) -> None:
+    """Write a new evaluator file (and its dataset) from a template."""
+    import re
+
+    class_name = re.split(r"[\\./:]+", name.strip())[-1]
+    if not class_name.isidentifier() or not class_name[0].isalpha():
+        raise _fail(f"{name!r} is not a valid class name: use something like RefundEvaluator")
+    class_name = class_name[0].upper() + class_name[1:]
+    snake = snake_case(class_name)
+    target = directory / f"{snake}.py"
+    dataset = directory / "datasets" / f"{snake}.json"
+    for path in (target, dataset):
+        if path.exists():
+            raise _fail(f"{path} already exists: choose another name or remove the file")
+    dataset.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_TEMPLATE.format(class_name=class_name, snake=snake), encoding="utf-8")
+    dataset.write_text(_DATASET, encoding="utf-8")
+    typer.echo(f"Created {target} and {dataset}")
+    typer.echo(f"Run it with: agenteval run {target}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="Cache folder [default: .agenteval/cache].")
+    ] = None,
+) -> None:
+    """Delete every cached judge, simulator and embedding response."""
+    from ..llm._cache import clear_cache
+
+    removed = clear_cache(directory)
+    typer.echo(f"Removed {removed} cached response{'s' if removed != 1 else ''}")
+
+
+_LATEST = "\0latest"
+
+
+def _normalise_resume(argv: list[str]) -> list[str]:
+    """Let ``--resume`` stand alone: click options need a value, so give it one."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        out.append(arg)
+        if arg == "--resume":
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is None or nxt.startswith("-") or Path(nxt).exists():
+                out.append(_LATEST)
+    return out
+
+
+def main() -> None:
+    """Run the CLI (``agenteval`` console script)."""
+    app(args=_normalise_resume(sys.argv[1:]), prog_name="agenteval")

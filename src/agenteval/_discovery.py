@@ -1,0 +1,169 @@
+"""Finding evaluator classes in files and folders."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._errors import DiscoveryError
+from ._evaluator import BaseEvaluator
+
+_SKIP_DIRS = frozenset(
+    {"__pycache__", "node_modules", "site-packages", "venv", "env", ".venv", "build", "dist"}
+)
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """A discovered evaluator class and where it was defined."""
+
+    cls: type[BaseEvaluator]
+    file: str
+    line: int
+
+    @property
+    def id(self) -> str:
+        """``path::ClassName``, stable across runs (used in journals and ``-k``)."""
+        return f"{self.file}::{self.cls.__name__}"
+
+    @property
+    def name(self) -> str:
+        """Display name: the class's ``name`` attribute or its class name."""
+        return self.cls.display_name()
+
+
+def _display_path(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
+
+
+def _candidate_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder).parts
+        if any(p.startswith(".") or p in _SKIP_DIRS for p in rel[:-1]):
+            continue
+        if path.name.startswith("_") or any(
+            (folder / Path(*rel[:i])).joinpath("pyvenv.cfg").exists() for i in range(1, len(rel))
+        ):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8-sig", errors="replace")
+        except OSError as exc:
+            raise DiscoveryError(f"Could not read {path}: {exc.strerror or exc}") from None
+        if "BaseEvaluator" in text:
+            found.append(path)
+    return found
+
+
+def _import_file(path: Path, shown: str, root: Path) -> object:
+    for entry in (str(root.resolve()), str(path.parent.resolve())):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    name = "_agenteval_eval_" + re.sub(r"\W", "_", shown.removesuffix(".py"))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise DiscoveryError(f"Could not import {shown}: not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise DiscoveryError(
+            f"{shown}:{exc.lineno}: SyntaxError: {exc.msg} — fix the file, or rename it "
+            f"with a leading '_' to exclude it"
+        ) from None
+    except BaseException as exc:
+        del sys.modules[name]
+        line = _line_in(exc, path)
+        where = f"{shown}:{line}" if line else shown
+        raise DiscoveryError(f"Could not import {where}: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    """The deepest line of ``path`` in the traceback of ``exc``."""
+    line = None
+    target = str(path.resolve())
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if str(Path(frame.filename).resolve()) == target:
+            line = frame.lineno
+    return line
+
+
+def _source_line(cls: type) -> int:
+    try:
+        return inspect.getsourcelines(cls)[1]
+    except (OSError, TypeError):
+        return 0
+
+
+def _classes_in(module: object, shown: str) -> list[EvaluatorSpec]:
+    specs = []
+    for obj in vars(module).values():
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, BaseEvaluator)
+            and obj.__module__ == getattr(module, "__name__", None)
+            and not obj.is_abstract()
+        ):
+            specs.append(EvaluatorSpec(obj, shown, _source_line(obj)))
+    return specs
+
+
+def discover(
+    paths: Sequence[str | Path | type[BaseEvaluator]], root: Path | None = None
+) -> list[EvaluatorSpec]:
+    """Import the evaluator files under ``paths`` and return their evaluator classes.
+
+    Ordered by file path then line. Classes may be passed directly instead of paths.
+    """
+    root = root or Path.cwd()
+    specs: list[EvaluatorSpec] = []
+    seen: set[str] = set()
+    for entry in paths:
+        if isinstance(entry, type):
+            if not issubclass(entry, BaseEvaluator):
+                raise DiscoveryError(f"{entry.__qualname__} is not a BaseEvaluator subclass")
+            source = inspect.getsourcefile(entry)
+            shown = _display_path(Path(source), root) if source else entry.__module__
+            specs.append(EvaluatorSpec(entry, shown, _source_line(entry)))
+            continue
+        path = Path(entry)
+        if not path.exists():
+            raise DiscoveryError(
+                f"Path {str(entry)!r} does not exist: pass a file or folder of evaluators"
+            )
+        files = _candidate_files(path) if path.is_dir() else [path]
+        for file in files:
+            shown = _display_path(file, root)
+            if shown in seen:
+                continue
+            seen.add(shown)
+            specs.extend(_classes_in(_import_file(file, shown, root), shown))
+    unique = {s.id: s for s in specs}
+    return sorted(unique.values(), key=lambda s: (s.file, s.line))
+
+
+def select(
+    specs: Iterable[EvaluatorSpec], pattern: str | None = None, tags: Sequence[str] = ()
+) -> list[EvaluatorSpec]:
+    """Keep evaluators whose name or id contains ``pattern`` and that carry one of ``tags``."""
+    chosen = []
+    needle = pattern.lower() if pattern else None
+    for spec in specs:
+        if needle and needle not in spec.id.lower() and needle not in spec.name.lower():
+            continue
+        if tags and not set(tags) & set(spec.cls.tags):
+            continue
+        chosen.append(spec)
+    return chosen

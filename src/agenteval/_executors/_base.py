@@ -1,0 +1,52 @@
+"""The executor interface: run item tasks, report each record as it completes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .._evaluator import BaseEvaluator
+from .._item import ItemTask
+from .._results import ItemResult
+
+TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
+"""Tasks in plan order; pulling the next one may run the next evaluator's ``set_up``."""
+
+OnResult = Callable[[ItemResult], None]
+
+
+@dataclass
+class StopState:
+    """Set by the signal handler: ``requested`` names the first signal; ``grace`` is how
+    long in-flight items may still take before they are cancelled."""
+
+    requested: str | None = None
+    grace: float = 10.0
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Per-run settings every executor honours where it can."""
+
+    concurrency: int = 1
+    timeout: float | None = None
+    max_output_bytes: int | None = None
+    capture_output: bool = True
+
+
+class Executor:
+    """Runs tasks and calls ``on_result`` once per task that reached a terminal status.
+
+    Executors never decide outcomes themselves except for faults only they can see
+    (``timeout``, ``crashed``, ``cancelled``); everything else comes from
+    :func:`agenteval._item.execute_item`.
+    """
+
+    name = "base"
+
+    def __init__(self, options: ExecutorOptions) -> None:
+        self.options = options
+
+    def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
+        """Run every task (stop pulling new ones once ``stop.requested`` is set)."""
+        raise NotImplementedError

@@ -1,0 +1,215 @@
+"""Running one dataset item: ``run`` then ``evaluate``, turned into a plain record.
+
+Every executor calls into here, so an item's outcome is decided in exactly one place.
+The record is built where the item ran (in a forked child, too) and holds only JSON-safe
+data, so it can cross a pipe or a network without pickling user objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from ._context import ItemContext, enter_item, exit_item
+from ._evaluator import BaseEvaluator
+from ._results import ErrorInfo, ItemResult, ItemUsage, Stage, item_status, mean_score
+from ._serialize import json_size, to_jsonable
+
+DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
+
+
+class HardStop(BaseException):
+    """Raised by the signal handler on a second interrupt: stop at once, not per item."""
+
+
+@dataclass(frozen=True)
+class ItemTask:
+    """One item to run: which evaluator, the item itself and where it sits in the dataset."""
+
+    evaluator_id: str
+    index: int
+    id: str | int
+    input: Any
+    repeat: int = 0
+
+
+@dataclass
+class _Outcome:
+    """What happened while the item ran, before it is turned into a record."""
+
+    output: Any = None
+    has_output: bool = False
+    stage: Stage | None = None
+    exc: BaseException | None = None
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _drive(awaitable: Any) -> Any:
+    """Run a coroutine from sync code on one event loop kept for this process."""
+    global _loop
+    if _loop is None or _loop.is_closed():
+        _loop = asyncio.new_event_loop()
+    return _loop.run_until_complete(awaitable)
+
+
+def close_loop() -> None:
+    """Close the event loop :func:`_drive` may have created (end of run)."""
+    global _loop
+    if _loop is not None and not _loop.is_closed():
+        _loop.run_until_complete(_loop.shutdown_asyncgens())
+        _loop.close()
+    _loop = None
+
+
+def execute_item(
+    evaluator: BaseEvaluator, task: ItemTask, *, max_output_bytes: int | None = None
+) -> ItemResult:
+    """Run and evaluate one item synchronously (``async def`` methods are driven to the end)."""
+    started = time.perf_counter()
+    ctx, token = enter_item()
+    outcome = _Outcome()
+    try:
+        outcome.stage = "run"
+        output = evaluator.run(task.input)
+        if inspect.isawaitable(output):
+            output = _drive(output)
+        outcome.output, outcome.has_output = output, True
+        outcome.stage = "evaluate"
+        done = evaluator.evaluate(output, task.input)
+        if inspect.isawaitable(done):
+            _drive(done)
+        outcome.stage = None
+    except HardStop:
+        raise
+    except BaseException as exc:  # user code may raise anything, even SystemExit
+        outcome.exc = exc
+    finally:
+        exit_item(token)
+    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+
+
+async def aexecute_item(
+    evaluator: BaseEvaluator, task: ItemTask, *, max_output_bytes: int | None = None
+) -> ItemResult:
+    """Run and evaluate one item on the running event loop (the async executor)."""
+    started = time.perf_counter()
+    ctx, token = enter_item()
+    outcome = _Outcome()
+    try:
+        outcome.stage = "run"
+        output = evaluator.run(task.input)
+        if inspect.isawaitable(output):
+            output = await output
+        outcome.output, outcome.has_output = output, True
+        outcome.stage = "evaluate"
+        done = evaluator.evaluate(output, task.input)
+        if inspect.isawaitable(done):
+            await done
+        outcome.stage = None
+    except (HardStop, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        outcome.exc = exc
+    finally:
+        exit_item(token)
+    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+
+
+def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
+    """An exception as plain data: stage, type, message and the formatted traceback."""
+    cls = type(exc)
+    name = (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not lose the item
+        message = f"<{cls.__qualname__}: str() failed>"
+    tb_start = exc.__traceback__
+    # the first frames are ours (execute_item): start the traceback at the user's code
+    while tb_start is not None and tb_start.tb_frame.f_code.co_filename == __file__:
+        tb_start = tb_start.tb_next
+    tb = "".join(traceback.format_exception(cls, exc, tb_start or exc.__traceback__))
+    return ErrorInfo(stage=stage, type=name, message=message, traceback=tb)
+
+
+def _as_trajectory(output: Any) -> Any:
+    """The output as a Trajectory when it is one or converts to one (an agent), else None.
+
+    Only consulted once the trajectory module is loaded: an output cannot be an agent or a
+    trajectory of ours otherwise, and plain runs must not pay for the import.
+    """
+    if isinstance(output, (str, int, float, bool, dict)) or output is None:
+        return None
+    module = sys.modules.get("agenteval.trajectory._trajectory")
+    if module is None:
+        return None
+    return module.as_trajectory(output)
+
+
+def build_record(
+    task: ItemTask,
+    ctx: ItemContext,
+    outcome: _Outcome,
+    duration: float,
+    max_output_bytes: int | None,
+) -> ItemResult:
+    """Turn what the item produced into its JSON-safe :class:`ItemResult`."""
+    error = None
+    if outcome.exc is not None:
+        error = error_info(outcome.stage or "run", outcome.exc)
+    output: Any = None
+    truncated = False
+    size: int | None = None
+    agent_usage = ctx.agent_usage
+    if outcome.has_output:
+        raw = outcome.output
+        trajectory = _as_trajectory(raw)
+        if trajectory is not None:
+            agent_usage = agent_usage + trajectory.usage()
+            raw = trajectory
+        output = to_jsonable(raw)
+        if max_output_bytes is not None and not isinstance(output, (int, float, bool)):
+            size = json_size(output)
+            if size > max_output_bytes:
+                text = output if isinstance(output, str) else _dumps(output)
+                output = text.encode()[:max_output_bytes].decode("utf-8", "ignore")
+                truncated = True
+            else:
+                size = None
+    assertions = ctx.assertions
+    return ItemResult(
+        evaluator=task.evaluator_id,
+        id=task.id,
+        index=task.index,
+        repeat=task.repeat,
+        status=item_status(assertions, error),
+        score=mean_score(assertions),
+        duration_s=duration,
+        input=to_jsonable(task.input),
+        output=output,
+        output_truncated=truncated,
+        output_size=size,
+        assertions=assertions,
+        error=error,
+        usage=ItemUsage(
+            agent=agent_usage,
+            judge=ctx.judge_usage,
+            judge_calls=ctx.judge_calls,
+            cached_calls=ctx.cached_calls,
+            retries=ctx.retries,
+        ),
+    )
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,151 @@
+"""The durable journal of a run: ``.agenteval/runs/<run-id>/``.
+
+``manifest.json`` is written first (version, command line, fingerprints of evaluator files,
+datasets and config — never secret values) and rewritten atomically when a dataset is
+fingerprinted. ``records.jsonl`` gets one line per item as it reaches a terminal status,
+appended with a single ``write`` so a killed run leaves at most a torn last line, which
+readers skip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ._errors import JournalError
+from ._results import ItemResult
+
+MANIFEST_SCHEMA = 1
+DEFAULT_RUNS_DIR = Path(".agenteval") / "runs"
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC timestamp plus random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def fingerprint(path: str | Path) -> str | None:
+    """SHA-256 of a file's content, or None when it cannot be read."""
+    try:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class Journal:
+    """Writer for one run folder."""
+
+    def __init__(self, run_dir: Path, manifest: dict[str, Any]) -> None:
+        self.dir = run_dir
+        self.manifest = manifest
+        self._fd: int | None = None
+
+    @classmethod
+    def create(cls, runs_dir: Path, run_id: str, manifest: dict[str, Any]) -> Journal:
+        """Make the run folder and write the manifest first."""
+        run_dir = runs_dir / run_id
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+        except OSError as exc:
+            raise JournalError(
+                f"Could not create run folder {str(run_dir)!r}: {exc.strerror or exc}"
+            ) from None
+        journal = cls(run_dir, manifest)
+        journal.save_manifest()
+        return journal
+
+    @classmethod
+    def reopen(cls, run_dir: Path) -> Journal:
+        """Continue writing an existing run folder (``--resume``, ``--retry-errors``)."""
+        return cls(run_dir, read_manifest(run_dir))
+
+    def save_manifest(self) -> None:
+        """Rewrite the manifest atomically."""
+        atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
+
+    def append(self, record_json: str) -> None:
+        """Append one terminal record (its JSON); one ``write``, so lines never interleave."""
+        if self._fd is None:
+            self._fd = os.open(
+                self.dir / "records.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+            )
+        os.write(self._fd, (record_json + "\n").encode())
+
+    def close(self) -> None:
+        """Close the records file."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The manifest of a run folder, or a JournalError naming what is wrong."""
+    path = run_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise JournalError(f"No run at {str(run_dir)!r}: manifest.json is missing") from None
+    except (OSError, ValueError) as exc:
+        raise JournalError(f"Could not read {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict):
+        raise JournalError(f"{str(path)!r} is not a run manifest")
+    return data
+
+
+def read_records(run_dir: Path) -> Iterator[ItemResult]:
+    """Every record of a run, in the order written; a torn or corrupt line is skipped."""
+    path = run_dir / "records.jsonl"
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break  # a torn last line: the write never completed
+            try:
+                yield ItemResult.model_validate_json(raw)
+            except ValueError:
+                continue
+
+
+def latest_records(run_dir: Path) -> dict[tuple[str, str, int], ItemResult]:
+    """The last record written for each (evaluator, item id, repeat)."""
+    return {r.key: r for r in read_records(run_dir)}
+
+
+def find_run(runs_dir: Path, run_id: str | None) -> Path:
+    """The folder of ``run_id``, or of the latest run when ``run_id`` is None."""
+    if run_id:
+        run_dir = runs_dir / run_id
+        if not (run_dir / "manifest.json").exists():
+            raise JournalError(
+                f"No run {run_id!r} in {str(runs_dir)!r}: list runs with `ls {runs_dir}`"
+            )
+        return run_dir
+    runs = (
+        sorted(p for p in runs_dir.glob("*") if (p / "manifest.json").exists())
+        if runs_dir.exists()
+        else []
+    )
+    if not runs:
+        raise JournalError(f"No previous run in {str(runs_dir)!r} to resume")
+    return runs[-1]

@@ -1,0 +1,600 @@
+"""``run_evaluations``: discover, plan, execute, journal, report.
+
+The plan is a lazy stream of tasks. Pulling it runs each evaluator's ``set_up`` and
+``get_dataset`` when its turn comes, in the parent process, so the parallel executor forks
+children that see the evaluator exactly as ``set_up`` left it, and items of different
+evaluators can share one global concurrency limit. Records flow back through one
+callback, which journals them, feeds drivers and finalises evaluators in discovery order.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ._config import Config, load_config, run_bootstrap
+from ._discovery import EvaluatorSpec, discover, select
+from ._errors import (
+    AgentEvalError,
+    DatasetError,
+    DiscoveryError,
+    JournalError,
+    SkipEvaluator,
+    UsageError,
+)
+from ._evaluator import BaseEvaluator, is_async
+from ._executors._base import Executor, ExecutorOptions, StopState
+from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info
+from ._journal import DEFAULT_RUNS_DIR, Journal, find_run, fingerprint, latest_records, new_run_id
+from ._redact import Redactor
+from ._results import ERROR_STATUSES, ErrorInfo, EvaluatorSummary, ItemResult, RunSummary, Stage
+from ._version import __version__
+from .outputs._base import OutputDriver, RunInfo
+
+ExecutorName = Literal["auto", "inline", "fork", "async", "dask"]
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
+
+
+@dataclass
+class _EvaluatorState:
+    """One evaluator while the run goes: its instance, records and lifecycle."""
+
+    spec: EvaluatorSpec
+    position: int
+    instance: BaseEvaluator | None = None
+    results: list[ItemResult] = field(default_factory=list)
+    pending: int = 0
+    exhausted: bool = False
+    finalised: bool = False
+    error: ErrorInfo | None = None
+    skip_reason: str | None = None
+    started: float = 0.0
+    ended: float = 0.0
+    datasets: dict[str, str | None] = field(default_factory=dict)
+    ready: bool = False
+
+
+class _Drivers:
+    """Calls every driver hook; a driver that raises is recorded, never fatal."""
+
+    def __init__(self, drivers: Sequence[OutputDriver]) -> None:
+        self.drivers = list(drivers)
+        self.errors: list[str] = []
+
+    def call(self, hook: str, *args: Any) -> None:
+        for driver in self.drivers:
+            try:
+                getattr(driver, hook)(*args)
+            except Exception as exc:
+                self.errors.append(
+                    f"{type(driver).__name__}.{hook}() raised {type(exc).__name__}: {exc}"
+                )
+
+
+def _item_id(item: Any, index: int) -> str | int:
+    if isinstance(item, Mapping) and "id" in item:
+        value = item["id"]
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise DatasetError(
+                f"item #{index} has an 'id' of type {type(value).__name__} ({value!r}): "
+                f"use a string or an integer"
+            )
+        return value
+    return index
+
+
+def _dataset_len(dataset: Any) -> int | None:
+    hint = getattr(dataset, "length_hint", None)
+    if callable(hint):
+        try:
+            value = hint()
+            return int(value) if value is not None else None
+        except Exception:
+            return None
+    try:
+        return len(dataset)
+    except Exception:
+        return None
+
+
+def _dataset_files(dataset: Any) -> dict[str, str | None]:
+    source = getattr(dataset, "source", None) or getattr(dataset, "path", None)
+    if source and Path(str(source)).is_file():
+        return {str(source): fingerprint(str(source))}
+    return {}
+
+
+class _Run:
+    """One invocation of run_evaluations, holding the per-run state."""
+
+    def __init__(
+        self,
+        specs: list[EvaluatorSpec],
+        drivers: _Drivers,
+        options: ExecutorOptions,
+        journal: Journal | None,
+        previous: dict[tuple[str, str, int], ItemResult],
+        redact: Redactor,
+        stop: StopState,
+    ) -> None:
+        self.states = [_EvaluatorState(spec, i) for i, spec in enumerate(specs)]
+        self.by_id = {s.spec.id: s for s in self.states}
+        self.drivers = drivers
+        self.options = options
+        self.journal = journal
+        self.previous = previous
+        self.redact = redact
+        self.stop = stop
+        self.summaries: list[EvaluatorSummary] = []
+        self._next_output = 0
+
+    # -- planning --------------------------------------------------------------------
+    def tasks(self) -> Iterator[tuple[BaseEvaluator, ItemTask]]:
+        for state in self.states:
+            if self.stop.requested:
+                return
+            instance = self._prepare(state)
+            if instance is not None:
+                yield from self._items(state, instance)
+            state.exhausted = True
+            self._maybe_finalise(state)
+
+    def _fail(self, state: _EvaluatorState, stage: Stage, exc: BaseException) -> None:
+        info = error_info(stage, exc)
+        if isinstance(exc, AgentEvalError):
+            info = info.model_copy(update={"traceback": ""})
+        state.error = self._redact_error(info)
+
+    def _redact_error(self, info: ErrorInfo) -> ErrorInfo:
+        if not self.redact:
+            return info
+        return info.model_copy(
+            update={"message": self.redact(info.message), "traceback": self.redact(info.traceback)}
+        )
+
+    def _prepare(self, state: _EvaluatorState) -> BaseEvaluator | None:
+        state.started = time.perf_counter()
+        try:
+            instance = state.spec.cls()
+        except HardStop:
+            raise
+        except BaseException as exc:
+            self._fail(state, "set_up", exc)
+            return None
+        state.instance = instance
+        try:
+            instance.set_up()
+        except HardStop:
+            raise
+        except SkipEvaluator as exc:
+            state.skip_reason = exc.reason or "skipped"
+            return None
+        except BaseException as exc:
+            self._fail(state, "set_up", exc)
+            return None
+        state.ready = True
+        return instance
+
+    def _items(
+        self, state: _EvaluatorState, instance: BaseEvaluator
+    ) -> Iterator[tuple[BaseEvaluator, ItemTask]]:
+        try:
+            dataset = instance.get_dataset()
+            iterator = iter(dataset)
+        except HardStop:
+            raise
+        except BaseException as exc:
+            self._fail(state, "get_dataset", exc)
+            return
+        state.datasets = _dataset_files(dataset)
+        if self.journal is not None and state.datasets:
+            _record_datasets(self.journal, [state])
+        self.drivers.call(
+            "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
+        )
+        seen: set[str] = set()
+        index = 0
+        while not self.stop.requested:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                break
+            except HardStop:
+                raise
+            except BaseException as exc:
+                self._fail(state, "get_dataset", exc)
+                break
+            try:
+                item_id = _item_id(item, index)
+                if str(item_id) in seen:
+                    raise DatasetError(
+                        f"{getattr(dataset, 'source', state.spec.name)}: duplicate item id "
+                        f"{item_id!r} at item #{index}: ids must be unique within a dataset"
+                    )
+            except DatasetError as exc:
+                self._fail(state, "get_dataset", exc)
+                break
+            seen.add(str(item_id))
+            task = ItemTask(state.spec.id, index, item_id, item)
+            index += 1
+            done = self.previous.get((state.spec.id, str(item_id), 0))
+            if done is not None:
+                state.results.append(done)
+                self.drivers.call("item_finished", done)
+                continue
+            state.pending += 1
+            yield instance, task
+
+    # -- results ---------------------------------------------------------------------
+    def on_result(self, result: ItemResult) -> None:
+        state = self.by_id[result.evaluator]
+        text = result.model_dump_json()
+        if self.redact and any(s in text for s in self.redact.secrets):
+            text = self.redact(text)
+            result = ItemResult.model_validate_json(text)
+        if self.journal is not None:
+            self.journal.append(text)
+        state.results.append(result)
+        state.pending -= 1
+        self.drivers.call("item_finished", result)
+        self._maybe_finalise(state)
+
+    def _maybe_finalise(self, state: _EvaluatorState) -> None:
+        if not state.exhausted or state.pending > 0 or state.finalised:
+            return
+        state.finalised = True
+        if state.ready and state.instance is not None:
+            try:
+                state.instance.tear_down()
+            except HardStop:
+                raise
+            except BaseException as exc:
+                if state.error is None:
+                    self._fail(state, "tear_down", exc)
+        state.ended = time.perf_counter()
+        self._flush()
+
+    def _summary(self, state: _EvaluatorState) -> EvaluatorSummary:
+        cls = state.spec.cls
+        return EvaluatorSummary.build(
+            name=state.spec.name,
+            file=state.spec.file,
+            id=state.spec.id,
+            description=cls.description,
+            tags=list(cls.tags),
+            items=state.results,
+            wall_time=(state.ended or time.perf_counter()) - state.started
+            if state.started
+            else 0.0,
+            error=state.error,
+            skip_reason=state.skip_reason,
+        )
+
+    def _flush(self) -> None:
+        while self._next_output < len(self.states) and self.states[self._next_output].finalised:
+            summary = self._summary(self.states[self._next_output])
+            self.summaries.append(summary)
+            self.drivers.call("output", summary)
+            self._next_output += 1
+
+    def close_unfinished(self) -> None:
+        """After an interrupt: report evaluators that started but did not finish."""
+        for state in self.states:
+            if state.started and not state.finalised:
+                state.finalised = True
+                state.ended = time.perf_counter()
+        self._flush()
+
+
+@contextmanager
+def _signals(stop: StopState) -> Iterator[None]:
+    """First SIGINT/SIGTERM: stop scheduling, let in-flight items finish within the grace
+    period. Second: stop at once (raises HardStop in the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    timer: list[threading.Timer] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if stop.requested is None:
+            stop.requested = name
+            # in-process items cannot be killed: re-signal ourselves when grace runs out
+            t = threading.Timer(stop.grace, lambda: os.kill(os.getpid(), signum))
+            t.daemon = True
+            t.start()
+            timer.append(t)
+            return
+        raise HardStop(name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for t in timer:
+            t.cancel()
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _choose_executor(
+    name: ExecutorName, options: ExecutorOptions, specs: list[EvaluatorSpec], notices: list[str]
+) -> Executor:
+    if name == "auto":
+        name = "fork" if options.concurrency > 1 else "inline"
+    if name == "async":
+        sync = [s.cls.__name__ for s in specs if not is_async(s.cls.run)]
+        if sync:
+            raise UsageError(
+                f"--executor async needs `async def run`; not async: {', '.join(sync)} "
+                f"(use --executor fork for sync evaluators)"
+            )
+        from ._executors._async import AsyncExecutor
+
+        return AsyncExecutor(options)
+    if name == "fork":
+        if not hasattr(os, "fork"):
+            notices.append("fork is not available on this platform: running items sequentially")
+            name = "inline"
+        else:
+            from ._executors._fork import ForkExecutor
+
+            return ForkExecutor(options)
+    if name == "dask":
+        raise UsageError("the dask executor needs --scheduler ADDRESS")
+    from ._executors._inline import InlineExecutor
+
+    return InlineExecutor(options)
+
+
+def _exit_code(
+    summaries: list[EvaluatorSummary],
+    *,
+    min_success_rate: float,
+    max_errors: int,
+    driver_errors: list[str],
+    interrupted: str | None,
+) -> int:
+    if interrupted:
+        return EXIT_SIGNAL.get(interrupted, 130)
+    errored = sum(s.errored + s.cancelled for s in summaries)
+    if driver_errors or any(s.error is not None for s in summaries) or errored > max_errors:
+        return EXIT_ERROR
+    for s in summaries:
+        if s.status == "skipped" or s.total == 0:
+            continue
+        if s.success_rate < min_success_rate:
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def _manifest(
+    run_id: str, specs: list[EvaluatorSpec], config: Config, argv: list[str], redact: Redactor
+) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "run_id": run_id,
+        "agenteval_version": __version__,
+        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "argv": [redact(a) for a in argv],
+        "cwd": os.getcwd(),
+        "python": sys.version.split()[0],
+        "config": {"path": config.path, "sha256": config.sha256},
+        "evaluators": {
+            s.id: {"file": s.file, "sha256": fingerprint(s.file), "datasets": {}} for s in specs
+        },
+    }
+
+
+def _check_unchanged(manifest: dict[str, Any], specs: list[EvaluatorSpec]) -> None:
+    changes: list[str] = []
+    recorded = manifest.get("evaluators", {})
+    for spec in specs:
+        entry = recorded.get(spec.id)
+        if entry is None:
+            changes.append(f"{spec.id} is new")
+            continue
+        if entry.get("sha256") != fingerprint(spec.file):
+            changes.append(f"{spec.file} changed")
+        for path, digest in (entry.get("datasets") or {}).items():
+            if fingerprint(path) != digest:
+                changes.append(f"dataset {path} changed")
+    if changes:
+        raise JournalError(
+            f"Cannot resume run {manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} "
+            f"since it ran. Start a new run, or pass --force to resume anyway"
+        )
+
+
+def run_evaluations(
+    paths: Iterable[str | Path | type[BaseEvaluator]] = ("evaluators",),
+    *,
+    concurrency: int = 1,
+    executor: ExecutorName = "auto",
+    config: str | Path | None = None,
+    outputs: Sequence[OutputDriver] | None = None,
+    filter: str | None = None,
+    tags: Sequence[str] = (),
+    bootstrap: str | Path | None = None,
+    min_success_rate: float = 1.0,
+    max_errors: int = 0,
+    timeout: float | None = None,
+    grace: float = 10.0,
+    max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
+    resume: str | bool | None = None,
+    retry_errors: str | None = None,
+    force: bool = False,
+    runs_dir: str | Path | None = None,
+    journal: bool = True,
+    cache: bool = True,
+    extra_outputs: Sequence[OutputDriver] = (),
+    notices: list[str] | None = None,
+    argv: Sequence[str] | None = None,
+    verbose: bool | None = None,
+    progress: bool | None = None,
+) -> RunSummary:
+    """Run evaluators and report them, exactly as ``agenteval run`` does.
+
+    ``paths`` are files, folders or evaluator classes. ``outputs`` replaces the drivers of
+    the config file; ``extra_outputs`` adds to them; ``verbose`` / ``progress`` override
+    those settings of every console driver. Returns the :class:`RunSummary`, whose
+    ``exit_code`` is the CLI's verdict. Raises :class:`~agenteval.AgentEvalError` for
+    misuse (bad paths, config, options).
+    """
+    if concurrency < 1:
+        raise UsageError(f"--concurrency must be at least 1, got {concurrency}")
+    if not 0.0 <= min_success_rate <= 1.0:
+        raise UsageError(f"--min-success-rate must be between 0 and 1, got {min_success_rate}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {timeout}")
+    if resume and retry_errors:
+        raise UsageError("use either --resume or --retry-errors, not both")
+    notices = notices if notices is not None else []
+    if bootstrap is not None:
+        run_bootstrap(bootstrap)
+    cfg = load_config(config)
+    drivers = list(outputs) if outputs is not None else list(cfg.outputs)
+    drivers.extend(extra_outputs)
+    _apply_console_flags(drivers, verbose, progress)
+    paths = list(paths)
+    specs = select(discover(paths), filter, tags)
+    if not specs:
+        where = ", ".join(str(p) for p in paths)
+        if filter or tags:
+            raise DiscoveryError(
+                f"No evaluator in {where} matches -k {filter!r} / --tag {list(tags)!r}"
+            )
+        raise DiscoveryError(
+            f"No evaluators found in {where}: define a BaseEvaluator subclass in a .py file "
+            f"(files starting with '_' are skipped)"
+        )
+    options = ExecutorOptions(
+        concurrency=concurrency, timeout=timeout, max_output_bytes=max_output_bytes
+    )
+    chosen = _choose_executor(executor, options, specs, notices)
+
+    _configure_cache(cache)
+
+    redact = Redactor.from_environ()
+    runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
+    previous: dict[tuple[str, str, int], ItemResult] = {}
+    resumed = False
+    argv = list(argv) if argv is not None else list(sys.argv)
+    jr: Journal | None = None
+    if resume or retry_errors:
+        run_dir = find_run(runs, retry_errors or (resume if isinstance(resume, str) else None))
+        jr = Journal.reopen(run_dir)
+        if not force:
+            _check_unchanged(jr.manifest, specs)
+        keep = (
+            (lambda r: r.status not in ERROR_STATUSES and r.status != "cancelled")
+            if retry_errors
+            else (lambda r: r.status != "cancelled")
+        )
+        previous = {k: r for k, r in latest_records(run_dir).items() if keep(r)}
+        run_id = jr.manifest.get("run_id", run_dir.name)
+        resumed = True
+    else:
+        run_id = new_run_id()
+        if journal:
+            jr = Journal.create(runs, run_id, _manifest(run_id, specs, cfg, argv, redact))
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    stop = StopState(grace=grace)
+    driver_set = _Drivers(drivers)
+    run = _Run(specs, driver_set, options, jr, previous, redact, stop)
+    driver_set.call(
+        "start_run",
+        RunInfo(
+            id=run_id,
+            started_at=started_at,
+            evaluators=[s.name for s in specs],
+            concurrency=concurrency,
+            executor=chosen.name,
+            run_dir=str(jr.dir) if jr else None,
+            resumed=resumed,
+            argv=argv,
+        ),
+    )
+    hard = False
+    try:
+        with _signals(stop):
+            try:
+                chosen.run(run.tasks(), run.on_result, stop)
+            except HardStop:
+                hard = True
+    finally:
+        if jr is not None:
+            jr.close()
+    if stop.requested or hard:
+        run.close_unfinished()
+    interrupted = stop.requested
+    summary = RunSummary(
+        id=run_id,
+        started_at=started_at,
+        duration_s=time.perf_counter() - t0,
+        agenteval_version=__version__,
+        interrupted=interrupted,
+        evaluators=run.summaries,
+        run_dir=str(jr.dir) if jr else None,
+    )
+    code = _exit_code(
+        run.summaries,
+        min_success_rate=min_success_rate,
+        max_errors=max_errors,
+        driver_errors=driver_set.errors,
+        interrupted=interrupted,
+    )
+    summary.exit_code = code
+    driver_set.call("finish_run", summary)
+    summary.driver_errors = list(driver_set.errors)
+    if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
+        summary.exit_code = EXIT_ERROR
+    return summary
+
+
+def _apply_console_flags(
+    drivers: Sequence[OutputDriver], verbose: bool | None, progress: bool | None
+) -> None:
+    from .outputs._console import ConsoleOutput
+
+    for driver in drivers:
+        if isinstance(driver, ConsoleOutput):
+            if verbose is not None:
+                driver.verbose = verbose
+            if progress is not None:
+                driver.progress = progress
+
+
+def _configure_cache(enabled: bool) -> None:
+    try:
+        from .llm import _cache
+    except ImportError:  # pragma: no cover - until the cache module lands
+        return
+    _cache.configure_cache(enabled=enabled)
+
+
+def _record_datasets(jr: Journal, states: list[_EvaluatorState]) -> None:
+    entries = jr.manifest.setdefault("evaluators", {})
+    changed = False
+    for state in states:
+        if state.datasets:
+            entry = entries.setdefault(state.spec.id, {"file": state.spec.file})
+            known = entry.setdefault("datasets", {})
+            for path, digest in state.datasets.items():
+                if path not in known:
+                    known[path] = digest
+                    changed = True
+    if changed:
+        jr.save_manifest()

@@ -1,0 +1,281 @@
+"""``ConsoleOutput``: live progress while running, then a report and a one-line verdict."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+from .._results import EvaluatorSummary, ItemResult, RunSummary
+from ._base import OutputDriver, RunInfo
+from ._text import safe
+
+_MSG_LIMIT = 300
+
+
+def _pct(rate: float) -> str:
+    return f"{rate * 100:.1f}%"
+
+
+def _secs(value: float) -> str:
+    return f"{value:.3f}s" if value < 10 else f"{value:.1f}s"
+
+
+def _one_line(text: str, limit: int = _MSG_LIMIT) -> str:
+    return safe(text.replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
+
+
+class ConsoleOutput(OutputDriver):
+    """The terminal report (Neuron's ``ConsoleDriver``): the default driver.
+
+    While running it shows a live progress bar per evaluator (done/total, passed, failed,
+    errors, elapsed, ETA) on a terminal, or nothing until each evaluator finishes when
+    piped. Each evaluator then gets its counts, success rate, average score, times and
+    every failure and error with item id, assertion, message and ``file:line``;
+    ``verbose=True`` lists every item. The run ends with a one-line verdict. Text from
+    agent outputs is neutralised (control characters and escape sequences are shown
+    escaped).
+    """
+
+    def __init__(
+        self, verbose: bool = False, progress: bool = True, stream: IO[str] | None = None
+    ) -> None:
+        self.verbose = verbose
+        self.progress = progress
+        self.stream = stream
+        self._console: Any = None
+        self._bars: Any = None
+        self._tasks: dict[str, Any] = {}
+        self._counts: dict[str, list[int]] = {}
+
+    # -- plumbing ------------------------------------------------------------------------
+    @property
+    def console(self) -> Any:
+        """The rich console (built on first use; rich is imported lazily)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream or sys.stdout, highlight=False, soft_wrap=True)
+        return self._console
+
+    def _line(self, text: str, style: str | None = None) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style or ""))
+
+    def _live(self) -> bool:
+        return self.progress and self.console.is_terminal
+
+    # -- hooks ---------------------------------------------------------------------------
+    def start_run(self, run: RunInfo) -> None:
+        """Print the run header and start the progress display."""
+        mode = (
+            f"concurrency {run.concurrency} ({run.executor})"
+            if run.concurrency > 1
+            else "sequential"
+        )
+        resumed = " · resumed" if run.resumed else ""
+        self._line(
+            f"agenteval · run {run.id} · {len(run.evaluators)} evaluator"
+            f"{'s' if len(run.evaluators) != 1 else ''} · {mode}{resumed}",
+            "bold",
+        )
+        if self._live():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bars = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bars.start()
+
+    def evaluator_started(self, evaluator: str, name: str, total: int | None) -> None:
+        """Add a progress bar for the evaluator."""
+        self._counts[evaluator] = [0, 0, 0]
+        if self._bars is not None:
+            self._tasks[evaluator] = self._bars.add_task(safe(name), total=total, stats="")
+
+    def item_finished(self, result: ItemResult) -> None:
+        """Advance the evaluator's progress bar."""
+        if self._bars is None:
+            return
+        task = self._tasks.get(result.evaluator)
+        if task is None:
+            return
+        counts = self._counts[result.evaluator]
+        slot = 0 if result.status == "passed" else 1 if result.status == "failed" else 2
+        counts[slot] += 1
+        self._bars.update(
+            task,
+            advance=1,
+            stats=f"[green]{counts[0]} passed[/] [red]{counts[1]} failed[/] [yellow]{counts[2]} errors[/]",
+        )
+
+    def output(self, summary: EvaluatorSummary) -> None:
+        """Print one evaluator's report."""
+        if self._bars is not None:
+            task = self._tasks.pop(summary.id, None)
+            if task is not None:
+                self._bars.remove_task(task)
+        for text, style in self.render(summary):
+            self._print(text, style)
+
+    def _print(self, text: str, style: str | None) -> None:
+        if self._bars is not None:
+            from rich.text import Text
+
+            self._bars.console.print(Text(text, style=style or ""))
+        else:
+            self._line(text, style)
+
+    def finish_run(self, run: RunSummary) -> None:
+        """Stop the progress display and print the verdict."""
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+        for text, style in self.render_verdict(run):
+            self._line(text, style)
+
+    # -- rendering (pure: lists of (line, style)) ------------------------------------------
+    def render(self, s: EvaluatorSummary) -> list[tuple[str, str | None]]:
+        """The report lines of one evaluator."""
+        lines: list[tuple[str, str | None]] = [("", None)]
+        style = {
+            "passed": "bold green",
+            "failed": "bold red",
+            "error": "bold yellow",
+            "skipped": "bold cyan",
+        }[s.status]
+        lines.append((f"{s.status.upper():8}{safe(s.name)}  {s.file}", style))
+        if s.skip_reason is not None:
+            lines.append((f"  skipped: {_one_line(s.skip_reason)}", "cyan"))
+            return lines
+        if s.error is not None:
+            lines.append(
+                (
+                    f"  ERROR in {s.error.stage}: {s.error.type}: {_one_line(s.error.message)}",
+                    "yellow",
+                )
+            )
+            if self.verbose and s.error.traceback:
+                lines.extend(
+                    (f"    {safe(t)}", "dim") for t in s.error.traceback.rstrip().splitlines()
+                )
+        counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errors"
+        if s.cancelled:
+            counts += f", {s.cancelled} cancelled"
+        lines.append(
+            (
+                f"  {s.total} items: {counts} · success rate {_pct(s.success_rate)} · "
+                f"avg score {s.score.average:.2f} · assertions {s.assertions.passed}/{s.assertions.total}",
+                None,
+            )
+        )
+        lines.append(
+            (
+                f"  time: {_secs(s.duration_s.total)} total, {_secs(s.duration_s.average)} avg per item",
+                "dim",
+            )
+        )
+        u = s.usage
+        if u.agent or u.judge or u.judge_calls:
+            lines.append((f"  tokens: {_usage_text(u)}", "dim"))
+        for item in s.items:
+            lines.extend(self._item_lines(item))
+        return lines
+
+    def _item_lines(self, item: ItemResult) -> list[tuple[str, str | None]]:
+        lines: list[tuple[str, str | None]] = []
+        label = f"item {item.id!r}" if isinstance(item.id, str) else f"item {item.id}"
+        if item.repeat:
+            label += f" (repeat {item.repeat})"
+        if self.verbose:
+            score = "-" if item.score is None else f"{item.score:.2f}"
+            lines.append(
+                (
+                    f"  {item.status.upper():9}{safe(label)} · score {score} · {_secs(item.duration_s)}",
+                    None,
+                )
+            )
+        if item.error is not None:
+            e = item.error
+            lines.append(
+                (
+                    f"  {item.status.upper():9}{safe(label)} · {e.stage} · {e.type}: {_one_line(e.message)}",
+                    "yellow",
+                )
+            )
+            if self.verbose and e.traceback:
+                lines.extend((f"      {safe(t)}", "dim") for t in e.traceback.rstrip().splitlines())
+        for a in item.assertions:
+            site = f"  {a.file}:{a.line}" if a.file else ""
+            if not a.passed:
+                tag = "SOFT" if a.soft else "FAIL"
+                lines.append(
+                    (
+                        f"  {tag:9}{safe(label)} · {a.name} · {_one_line(a.message)} (score {a.score:.2f}){site}",
+                        "magenta" if a.soft else "red",
+                    )
+                )
+            elif self.verbose:
+                lines.append((f"      ok  {a.name} (score {a.score:.2f})", "dim"))
+        if self.verbose and (item.stdout or item.stderr):
+            for stream, text in (("stdout", item.stdout), ("stderr", item.stderr)):
+                if text:
+                    lines.append((f"      {stream}: {_one_line(text)}", "dim"))
+        return lines
+
+    def render_verdict(self, run: RunSummary) -> list[tuple[str, str | None]]:
+        """The closing lines: totals, where the run is kept, and the verdict."""
+        lines: list[tuple[str, str | None]] = [("", None)]
+        skipped = sum(1 for e in run.evaluators if e.status == "skipped")
+        parts = [f"{run.passed} passed", f"{run.failed} failed", f"{run.errored} errors"]
+        if run.cancelled:
+            parts.append(f"{run.cancelled} cancelled")
+        if skipped:
+            parts.append(f"{skipped} evaluator{'s' if skipped != 1 else ''} skipped")
+        word = {0: "PASSED", 1: "FAILED", 2: "ERROR"}.get(run.exit_code, "INTERRUPTED")
+        style = {0: "bold green", 1: "bold red", 2: "bold yellow"}.get(run.exit_code, "bold yellow")
+        if run.interrupted:
+            lines.append((f"Interrupted by {run.interrupted}: finished items are saved.", "yellow"))
+            if run.run_dir:
+                lines.append(
+                    (
+                        f"Resume with: agenteval run ... --resume {run.run_dir.rstrip('/').split('/')[-1]}",
+                        "yellow",
+                    )
+                )
+        u = run.usage
+        if u.agent or u.judge or u.judge_calls:
+            lines.append((f"tokens: {_usage_text(u)}", "dim"))
+        lines.append(
+            (
+                f"{word}: {run.total} items, {', '.join(parts)} · success rate "
+                f"{_pct(run.success_rate)} · {_secs(run.duration_s)} · exit {run.exit_code}",
+                style,
+            )
+        )
+        return lines
+
+
+def _usage_text(u: Any) -> str:
+    text = f"agent {u.agent.input_tokens:,} in / {u.agent.output_tokens:,} out"
+    text += f" · judge {u.judge.input_tokens:,} in / {u.judge.output_tokens:,} out"
+    text += f" ({u.judge_calls} calls, {u.cached_calls} cached, {u.retries} retries)"
+    return text
+
+
+ConsoleDriver = ConsoleOutput
+"""Alias with the name Neuron's config example uses."""

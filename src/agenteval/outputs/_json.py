@@ -1,0 +1,115 @@
+"""``JsonOutput``: the whole run as one versioned JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO
+
+from .._results import EvaluatorSummary, RunSummary
+from ._base import OutputDriver
+
+SCHEMA_VERSION = 1
+
+_SUMMARY_KEYS = (
+    "total",
+    "passed",
+    "failed",
+    "errored",
+    "cancelled",
+    "success_rate",
+    "assertions",
+    "score",
+    "duration_s",
+    "soft_failures",
+    "usage",
+    "failures_by_assertion",
+    "failures_by_site",
+)
+
+
+class JsonOutput(OutputDriver):
+    """Writes ``evaluation-results.json`` (Neuron's ``JsonDriver``), atomically, at the end.
+
+    The document is a public format, described by ``docs/json-format.md`` and the JSON
+    Schema shipped as ``agenteval/outputs/results.schema.json``: ``schema_version``,
+    ``run``, and ``evaluators`` — each with ``name``, ``file``, ``status``, ``summary``
+    and every item. Items are streamed to the file, so large runs need no second copy in
+    memory.
+    """
+
+    def __init__(self, path: str | Path = "evaluation-results.json") -> None:
+        self.path = Path(path)
+
+    def output(self, summary: EvaluatorSummary) -> None:
+        """Nothing per evaluator: the document is written once the run's verdict is known."""
+
+    def finish_run(self, run: RunSummary) -> None:
+        """Write the document through a temporary file and a rename."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                write_document(run, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+
+def _run_header(run: RunSummary) -> dict[str, object]:
+    return {
+        "id": run.id,
+        "started_at": run.started_at,
+        "duration_s": run.duration_s,
+        "agenteval_version": run.agenteval_version,
+        "exit_code": run.exit_code,
+        "interrupted": run.interrupted,
+        "run_dir": run.run_dir,
+        "totals": {
+            "total": run.total,
+            "passed": run.passed,
+            "failed": run.failed,
+            "errored": run.errored,
+            "cancelled": run.cancelled,
+            "success_rate": run.success_rate,
+        },
+        "usage": run.usage.model_dump(mode="json"),
+    }
+
+
+def write_document(run: RunSummary, fh: IO[str]) -> None:
+    """Stream the results document for ``run`` to ``fh``."""
+    dumps = json.dumps
+    fh.write(
+        '{"schema_version": %d, "run": %s, "evaluators": ['
+        % (SCHEMA_VERSION, dumps(_run_header(run)))
+    )
+    for i, ev in enumerate(run.evaluators):
+        head = ev.model_dump(mode="json", include=set(_SUMMARY_KEYS))
+        meta = {
+            "name": ev.name,
+            "id": ev.id,
+            "file": ev.file,
+            "description": ev.description,
+            "tags": ev.tags,
+            "status": ev.status,
+            "error": ev.error.model_dump(mode="json") if ev.error else None,
+            "skip_reason": ev.skip_reason,
+            "summary": {k: head[k] for k in _SUMMARY_KEYS},
+        }
+        text = dumps(meta)
+        fh.write(("," if i else "") + text[:-1] + ', "items": [')
+        for j, item in enumerate(ev.items):
+            if j:
+                fh.write(",")
+            fh.write(item.model_dump_json())
+        fh.write("]}")
+    fh.write("]}\n")
+
+
+JsonDriver = JsonOutput
+"""Alias with the name Neuron's config example uses."""

@@ -1,0 +1,19 @@
+"""Making untrusted text (agent outputs, messages) safe and short for a terminal."""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return "".join(f"\\x{ord(c):02x}" for c in match.group(0))
+
+
+def safe(text: str, limit: int | None = None) -> str:
+    """Neutralise control characters and ANSI escapes; shorten to ``limit`` with '…'."""
+    text = _CONTROL.sub(_escape, text)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
