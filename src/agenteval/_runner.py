@@ -40,7 +40,7 @@ from ._results import ERROR_STATUSES, ErrorInfo, EvaluatorSummary, ItemResult, R
 from ._version import __version__
 from .outputs._base import OutputDriver, RunInfo
 
-ExecutorName = Literal["auto", "inline", "fork", "async", "dask"]
+ExecutorName = Literal["auto", "inline", "fork", "async"]
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_SIGNAL = {"SIGINT": 130, "SIGTERM": 143}
@@ -351,8 +351,6 @@ def _choose_executor(
             from ._executors._fork import ForkExecutor
 
             return ForkExecutor(options)
-    if name == "dask":
-        raise UsageError("the dask executor needs --scheduler ADDRESS")
     from ._executors._inline import InlineExecutor
 
     return InlineExecutor(options)
@@ -461,6 +459,9 @@ def run_evaluations(
     if resume and retry_errors:
         raise UsageError("use either --resume or --retry-errors, not both")
     notices = notices if notices is not None else []
+    # config, bootstrap and evaluators may import the project's own modules
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if bootstrap is not None:
         run_bootstrap(bootstrap)
     cfg = load_config(config)

@@ -1,0 +1,330 @@
+"""The fork-per-item supervisor (``--concurrency N``).
+
+The parent has already run ``set_up``; it forks one child per item, keeps at most N alive,
+and reads one JSON record per child from a pipe. Faults stay with their item:
+
+* a child that exits without a record, or is killed by a signal → ``crashed``;
+* a child past ``--timeout`` → SIGTERM, then SIGKILL after a short grace → ``timeout``;
+* after the first Ctrl-C/SIGTERM no new child starts; children still running when the
+  grace period ends are killed → ``cancelled``.
+
+Why not ``multiprocessing``: a killed Pool worker hangs the parent, and in
+``ProcessPoolExecutor`` one dead worker or one unpicklable exception fails every pending
+item. Here nothing but plain JSON crosses the process boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import selectors
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .._evaluator import BaseEvaluator
+from .._item import ItemTask, error_info, execute_item
+from .._results import ErrorInfo, ItemResult, ItemStatus
+from ._base import Executor, OnResult, StopState, TaskSource
+
+KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL for a timed-out child."""
+
+CAPTURE_LIMIT = 64 * 1024
+"""Bytes of a child's stdout and of its stderr kept in its record."""
+
+_POLL = 0.05
+
+
+@dataclass
+class _Child:
+    pid: int
+    task: ItemTask
+    fd: int
+    out: IO[bytes]
+    err: IO[bytes]
+    started: float
+    deadline: float | None
+    buffer: list[bytes] = field(default_factory=list)
+    eof: bool = False
+    status: int | None = None
+    terminated_at: float | None = None
+    killed: bool = False
+    timed_out: bool = False
+    cancelled: bool = False
+
+
+def _set_parent_death_signal() -> None:
+    """Ask Linux to SIGKILL this child when its parent dies (no orphans spending tokens)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
+def _watch_parent(parent: int) -> None:
+    """Fallback for platforms without PR_SET_PDEATHSIG: exit when re-parented."""
+    def loop() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(70)
+            time.sleep(0.5)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def _capture_file() -> IO[bytes]:
+    import tempfile
+
+    return tempfile.TemporaryFile(prefix="agenteval-capture-")
+
+
+def _read_capture(fh: IO[bytes]) -> str:
+    """What the child wrote to one stream, capped at CAPTURE_LIMIT bytes."""
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(0)
+    text = fh.read(CAPTURE_LIMIT).decode("utf-8", "replace")
+    if size > CAPTURE_LIMIT:
+        text += f"\n… [{size - CAPTURE_LIMIT} more bytes not kept]"
+    return text
+
+
+def _child_main(
+    evaluator: BaseEvaluator, task: ItemTask, wfd: int, out: IO[bytes], err: IO[bytes],
+    parent: int, max_output_bytes: int | None,
+) -> None:
+    """Runs in the forked child; never returns."""
+    code = 0
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _set_parent_death_signal()
+        if os.getppid() != parent:
+            os._exit(70)
+        if not sys.platform.startswith("linux"):
+            _watch_parent(parent)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            record = execute_item(evaluator, task, max_output_bytes=max_output_bytes)
+        except BaseException as exc:  # HardStop cannot reach a child; be total anyway
+            record = _error_record(task, error_info("run", exc), 0.0)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        try:
+            payload = record.model_dump_json().encode()
+        except BaseException as exc:
+            payload = _error_record(task, error_info("evaluate", exc), record.duration_s).model_dump_json().encode()
+        view = memoryview(payload)
+        while view:
+            written = os.write(wfd, view)
+            view = view[written:]
+    except BaseException:
+        code = 71
+    finally:
+        os._exit(code)
+
+
+def _error_record(task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error") -> ItemResult:
+    return ItemResult(
+        evaluator=task.evaluator_id, id=task.id, index=task.index, repeat=task.repeat,
+        status=status, duration_s=duration, input=_safe_input(task.input), error=error,
+    )
+
+
+def _safe_input(value: Any) -> Any:
+    from .._serialize import to_jsonable
+
+    return to_jsonable(value)
+
+
+def _describe_exit(status: int) -> tuple[str, str]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        hint = " (SIGKILL often means the system ran out of memory)" if sig == signal.SIGKILL else ""
+        return "ChildKilled", f"the item's process was killed by {name}{hint}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+    return "ChildExited", f"the item's process exited with code {code} before reporting a result"
+
+
+class ForkExecutor(Executor):
+    """One forked child per item, at most ``concurrency`` at once; see the module docs."""
+
+    name = "fork"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notices: list[str] = []
+        self._warned_threads = False
+
+    def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
+        """Fork, supervise and collect until every task is done or the run is stopped."""
+        limit = self.options.concurrency
+        sel = selectors.DefaultSelector()
+        children: dict[int, _Child] = {}
+        exhausted = False
+        stop_deadline: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                if stop.requested and stop_deadline is None:
+                    stop_deadline = now + stop.grace
+                while not exhausted and not stop.requested and len(children) < limit:
+                    try:
+                        evaluator, task = next(tasks)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    child = self._spawn(evaluator, task)
+                    children[child.pid] = child
+                    sel.register(child.fd, selectors.EVENT_READ, child)
+                if not children and (exhausted or stop.requested):
+                    return
+                for key, _ in sel.select(_POLL):
+                    child = key.data
+                    try:
+                        chunk = os.read(child.fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if chunk:
+                        child.buffer.append(chunk)
+                    else:
+                        child.eof = True
+                        sel.unregister(child.fd)
+                now = time.monotonic()
+                for child in list(children.values()):
+                    self._supervise(child, now, stop_deadline)
+                    if child.status is None:
+                        pid, status = os.waitpid(child.pid, os.WNOHANG)
+                        if pid:
+                            child.status = status
+                    if child.status is not None and not child.eof:
+                        self._drain(child, sel)
+                    if child.status is not None and child.eof:
+                        del children[child.pid]
+                        on_result(self._finish(child))
+        finally:  # normal end: nothing left; HardStop or a bug: leave no child behind
+            for child in children.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(child.pid, 0)
+                self._close(child)
+            sel.close()
+
+    def _spawn(self, evaluator: BaseEvaluator, task: ItemTask) -> _Child:
+        if not self._warned_threads and threading.active_count() > 1:
+            self._warned_threads = True
+            self.notices.append(
+                f"{threading.active_count() - 1} other thread(s) were running in the parent "
+                f"when items were forked; fork with threads can deadlock — start threads and "
+                f"clients in run(), or use --concurrency 1"
+            )
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        out, err = _capture_file(), _capture_file()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
+            os.close(rfd)
+            _child_main(evaluator, task, wfd, out, err, parent, self.options.max_output_bytes)
+        os.close(wfd)
+        now = time.monotonic()
+        timeout = self.options.timeout
+        return _Child(pid, task, rfd, out, err, now, now + timeout if timeout else None)
+
+    def _supervise(self, child: _Child, now: float, stop_deadline: float | None) -> None:
+        if child.status is not None:
+            return
+        if child.terminated_at is None:
+            if child.deadline is not None and now >= child.deadline:
+                child.timed_out = True
+                child.terminated_at = now
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGTERM)
+            elif stop_deadline is not None and now >= stop_deadline:
+                child.cancelled = True
+                child.terminated_at = now
+                child.killed = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGKILL)
+        elif not child.killed and now - child.terminated_at >= KILL_GRACE:
+            child.killed = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
+
+    def _drain(self, child: _Child, sel: selectors.BaseSelector) -> None:
+        """The child is gone: read whatever it wrote before the pipe is closed."""
+        while True:
+            try:
+                chunk = os.read(child.fd, 1 << 16)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            child.buffer.append(chunk)
+        child.eof = True
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(child.fd)
+
+    def _close(self, child: _Child) -> None:
+        with contextlib.suppress(OSError):
+            os.close(child.fd)
+        for fh in (child.out, child.err):
+            with contextlib.suppress(Exception):
+                fh.close()
+
+    def _finish(self, child: _Child) -> ItemResult:
+        duration = time.monotonic() - child.started
+        try:
+            stdout, stderr = _read_capture(child.out), _read_capture(child.err)
+        finally:
+            self._close(child)
+        payload = b"".join(child.buffer)
+        record: ItemResult | None = None
+        if payload and not (child.timed_out or child.cancelled):
+            try:
+                record = ItemResult.model_validate_json(payload)
+            except ValueError:
+                record = None
+        if record is None:
+            assert child.status is not None
+            if child.timed_out:
+                how = "SIGKILL" if child.killed else "SIGTERM"
+                error = ErrorInfo(
+                    stage="executor", type="Timeout",
+                    message=f"item exceeded --timeout {self.options.timeout:g}s and was stopped with {how}",
+                )
+                status: ItemStatus = "timeout"
+            elif child.cancelled:
+                error = ErrorInfo(
+                    stage="executor", type="Cancelled",
+                    message="the run was interrupted and the item did not finish within the grace period",
+                )
+                status = "cancelled"
+            else:
+                kind, message = _describe_exit(child.status)
+                error = ErrorInfo(stage="executor", type=kind, message=message)
+                status = "crashed"
+            record = _error_record(child.task, error, duration, status)
+        if stdout or stderr:
+            record = record.model_copy(update={"stdout": stdout, "stderr": stderr})
+        return record
