@@ -329,6 +329,7 @@ class RunSummary(BaseModel):
     interrupted: str | None = None
     evaluators: list[EvaluatorSummary] = Field(default_factory=list)
     driver_errors: list[str] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
     run_dir: str | None = None
 
     @property

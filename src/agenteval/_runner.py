@@ -541,6 +541,7 @@ def run_evaluations(
     if stop.requested or hard:
         run.close_unfinished()
     interrupted = stop.requested
+    notices.extend(chosen.notices)
     summary = RunSummary(
         id=run_id,
         started_at=started_at,
@@ -548,6 +549,7 @@ def run_evaluations(
         agenteval_version=__version__,
         interrupted=interrupted,
         evaluators=run.summaries,
+        notices=list(notices),
         run_dir=str(jr.dir) if jr else None,
     )
     code = _exit_code(

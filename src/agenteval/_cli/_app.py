@@ -185,8 +185,6 @@ def run(
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         raise _fail("interrupted", 130) from None
-    for notice in notices:
-        typer.echo(f"agenteval: {notice}", err=True)
     for error in summary.driver_errors:
         typer.echo(f"agenteval: output driver failed: {error}", err=True)
     raise typer.Exit(summary.exit_code)

@@ -46,6 +46,7 @@ class Executor:
 
     def __init__(self, options: ExecutorOptions) -> None:
         self.options = options
+        self.notices: list[str] = []
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run every task (stop pulling new ones once ``stop.requested`` is set)."""

@@ -167,7 +167,6 @@ class ForkExecutor(Executor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.notices: list[str] = []
         self._warned_threads = False
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:

@@ -240,6 +240,7 @@ class ConsoleOutput(OutputDriver):
     def render_verdict(self, run: RunSummary) -> list[tuple[str, str | None]]:
         """The closing lines: totals, where the run is kept, and the verdict."""
         lines: list[tuple[str, str | None]] = [("", None)]
+        lines.extend((f"notice: {safe(n)}", "yellow") for n in run.notices)
         skipped = sum(1 for e in run.evaluators if e.status == "skipped")
         parts = [f"{run.passed} passed", f"{run.failed} failed", f"{run.errored} errors"]
         if run.cancelled:

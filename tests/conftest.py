@@ -1,0 +1,59 @@
+"""Shared fixtures: running the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
+
+
+class CliResult:
+    """Exit code and output of one CLI run."""
+
+    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
+        self.code = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, stdout={self.stdout!r}, stderr={self.stderr!r})"
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Callable[..., CliResult]:
+    """Run ``agenteval ARGS`` in ``tmp_path`` (piped, so plain text), return its result."""
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> CliResult:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+        environ.update(env or {})
+        proc = subprocess.run(
+            [AGENTEVAL, *args], cwd=cwd or tmp_path, capture_output=True, text=True,
+            timeout=timeout, env=environ,
+        )
+        return CliResult(proc)
+
+    return run
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str, str], Path]:
+    """Write a dedented file under ``tmp_path`` and return its path."""
+
+    def _write(relative: str, text: str) -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+        return path
+
+    return _write

@@ -1,0 +1,425 @@
+"""The CLI end to end: exit codes, messages and files, in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import CliResult
+
+Cli = Callable[..., CliResult]
+Write = Callable[[str, str], Path]
+
+PASSING = """
+    from agenteval import BaseEvaluator
+    from agenteval.assertions import StringContains
+    from agenteval.datasets import ArrayDataset
+
+    class EchoEvaluator(BaseEvaluator):
+        tags = ("smoke",)
+
+        def get_dataset(self):
+            return ArrayDataset([{"id": "a", "input": "refund please"}, {"input": "refund now"}])
+
+        def run(self, item):
+            return item["input"]
+
+        def evaluate(self, output, item):
+            self.assert_that(StringContains("refund"), output)
+"""
+
+FAILING = """
+    from agenteval import BaseEvaluator
+    from agenteval.assertions import StringContains
+    from agenteval.datasets import ArrayDataset
+
+    class FailingEvaluator(BaseEvaluator):
+        def get_dataset(self):
+            return ArrayDataset([{"input": "refund"}, {"input": "nothing here"}])
+
+        def run(self, item):
+            return item["input"]
+
+        def evaluate(self, output, item):
+            self.assert_that(StringContains("refund"), output)
+"""
+
+
+def test_cli_all_passed_exits_0(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "evaluators/")
+    assert result.code == 0, result
+    assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
+    assert result.lines[-1].startswith("PASSED: 2 items, 2 passed, 0 failed, 0 errors")
+    assert result.lines[-1].endswith("exit 0")
+
+
+def test_cli_default_path_is_evaluators(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    assert cli("run").code == 0
+
+
+def test_cli_assertion_failure_exits_1_with_call_site(cli: Cli, write: Write) -> None:
+    write("evaluators/failing.py", FAILING)
+    result = cli("run", "evaluators/")
+    assert result.code == 1, result
+    assert (
+        "  FAIL     item 1 · StringContains · Expected 'nothing here' to contain 'refund' "
+        "(score 0.00)  evaluators/failing.py:13"
+    ) in result.lines
+
+
+def test_cli_min_success_rate_accepts_partial_success(cli: Cli, write: Write) -> None:
+    write("evaluators/failing.py", FAILING)
+    assert cli("run", "--min-success-rate", "0.5").code == 0
+    assert cli("run", "--min-success-rate", "0.51").code == 1
+
+
+def test_cli_run_error_exits_2_and_keeps_earlier_assertions(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write(
+        "evaluators/boom.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+        from agenteval.datasets import ArrayDataset
+
+        class BoomEvaluator(BaseEvaluator):
+            def get_dataset(self):
+                return ArrayDataset([{"input": "x"}])
+
+            def run(self, item):
+                return "partial"
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("part"), output)
+                raise RuntimeError("judge unavailable")
+        """,
+    )
+    result = cli("run", "--output-json", "out.json")
+    assert result.code == 2, result
+    assert "  ERROR    item 0 · evaluate · RuntimeError: judge unavailable" in result.lines
+    item = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"][0]
+    assert item["status"] == "error"
+    assert item["output"] == "partial"
+    assert [a["name"] for a in item["assertions"]] == ["StringContains"]
+    assert item["error"]["stage"] == "evaluate"
+    assert "judge unavailable" in item["error"]["traceback"]
+
+
+def test_cli_bad_dataset_exits_2_with_message(cli: Cli, write: Write) -> None:
+    write("evaluators/datasets/cases.json", '[{"input": "a"},\n  {"input": }]\n')
+    write(
+        "evaluators/bad_data.py",
+        """
+        from pathlib import Path
+        from agenteval import BaseEvaluator
+        from agenteval.datasets import JsonDataset
+
+        class BadDataEvaluator(BaseEvaluator):
+            def get_dataset(self):
+                return JsonDataset(Path(__file__).parent / "datasets" / "cases.json")
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2, result
+    error_line = next(line for line in result.lines if "ERROR in get_dataset" in line)
+    assert "cases.json" in error_line and "line 2" in error_line
+    assert "Traceback" not in result.stdout
+
+
+def test_cli_no_evaluators_exits_2(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "evaluators").mkdir()
+    result = cli("run", "evaluators")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: No evaluators found in evaluators: define a BaseEvaluator subclass "
+        "in a .py file (files starting with '_' are skipped)"
+    )
+
+
+def test_cli_missing_path_exits_2(cli: Cli) -> None:
+    result = cli("run", "nowhere/")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Path 'nowhere' does not exist: pass a file or folder of evaluators"
+    )
+
+
+def test_cli_syntax_error_names_file_and_line(cli: Cli, write: Write) -> None:
+    write("evaluators/broken.py", "from agenteval import BaseEvaluator\n\nclass X(BaseEvaluator:\n    pass\n")
+    result = cli("run")
+    assert result.code == 2
+    assert result.stderr.startswith("agenteval: error: evaluators/broken.py:3: SyntaxError:")
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_import_error_names_file_and_line(cli: Cli, write: Write) -> None:
+    write("evaluators/imports.py", "from agenteval import BaseEvaluator\nimport not_a_module_xyz\n")
+    result = cli("run")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Could not import evaluators/imports.py:2: ModuleNotFoundError: "
+        "No module named 'not_a_module_xyz'"
+    )
+
+
+def test_cli_missing_method_fails_at_class_definition(cli: Cli, write: Write) -> None:
+    write(
+        "evaluators/incomplete.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Incomplete(BaseEvaluator):
+            def run(self, item):
+                return item
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Could not import evaluators/incomplete.py:3: TypeError: Incomplete "
+        "must implement get_dataset, evaluate (or set __abstract__ = True on it if it is a base class)"
+    )
+
+
+def test_cli_k_and_tag_select_evaluators(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    write("evaluators/failing.py", FAILING)
+    assert cli("run", "-k", "echo").code == 0
+    assert cli("run", "--tag", "smoke").code == 0
+    assert cli("run", "-k", "failing.py::Failing").code == 1
+    result = cli("run", "-k", "zzz")
+    assert result.code == 2 and "matches -k 'zzz'" in result.stderr
+
+
+def test_cli_set_up_failure_reports_stage_and_others_still_run(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluators/setup_fails.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class SetUpFails(BaseEvaluator):
+            def set_up(self):
+                raise ConnectionError("database down")
+
+            def get_dataset(self):
+                return [{"input": 1}]
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert "  ERROR in set_up: ConnectionError: database down" in result.lines
+    assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
+
+
+def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluators/skipped.py",
+        """
+        from agenteval import BaseEvaluator, SkipEvaluator
+
+        class NeedsJudge(BaseEvaluator):
+            def set_up(self):
+                raise SkipEvaluator("no judge model configured")
+
+            def get_dataset(self):
+                return []
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 0, result
+    assert "  skipped: no judge model configured" in result.lines
+    assert "1 evaluator skipped" in result.lines[-1]
+
+
+def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:
+    write(
+        "evaluators/dupes.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.datasets import ArrayDataset
+
+        class Dupes(BaseEvaluator):
+            def get_dataset(self):
+                return ArrayDataset([{"id": "x"}, {"id": "y"}, {"id": "x"}])
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert any("duplicate item id 'x' at item #2" in line for line in result.lines)
+
+
+def test_cli_version_and_help(cli: Cli) -> None:
+    import agenteval
+
+    assert cli("--version").stdout.strip() == f"agenteval {agenteval.__version__}"
+    for command in ([], ["run"], ["make:evaluator"], ["cache"], ["cache", "clear"]):
+        result = cli(*command, "--help")
+        assert result.code == 0 and "Usage: agenteval" in result.stdout
+
+
+def test_cli_config_errors_exit_2(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "--config", "missing.py")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Config file 'missing.py' does not exist: check the --config path"
+    )
+    write("evaluation.py", "raise ValueError('bad setting')\n")
+    result = cli("run")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Config file 'evaluation.py':1 raised ValueError: bad setting"
+    )
+    write("evaluation.py", "output = ['console']\n")
+    result = cli("run")
+    assert result.stderr.strip() == (
+        "agenteval: error: evaluation.py: output[0] is 'console' (str): use an OutputDriver "
+        "class or instance, e.g. ConsoleOutput or JsonOutput(path='results.json')"
+    )
+
+
+def test_cli_config_outputs_are_used(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleDriver, JsonDriver
+        output = [ConsoleDriver, JsonDriver(path="reports/results.json")]
+        """,
+    )
+    result = cli("run")
+    assert result.code == 0
+    doc = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert doc["run"]["exit_code"] == 0
+    assert doc["evaluators"][0]["summary"]["passed"] == 2
+
+
+def test_cli_bootstrap_runs_first_and_errors_are_clear(cli: Cli, write: Write) -> None:
+    write(
+        "evaluators/env.py",
+        """
+        import os
+        from agenteval import BaseEvaluator
+
+        class EnvEvaluator(BaseEvaluator):
+            def get_dataset(self):
+                return [{"input": os.environ["FROM_BOOTSTRAP"]}]
+
+            def run(self, item):
+                return item["input"]
+
+            def evaluate(self, output, item):
+                assert output == "yes"
+        """,
+    )
+    write("boot.py", "import os\nos.environ['FROM_BOOTSTRAP'] = 'yes'\n")
+    assert cli("run", "--bootstrap", "boot.py").code == 0
+    write("exits.py", "import sys\nsys.exit(0)\n")
+    result = cli("run", "--bootstrap", "exits.py")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Bootstrap file 'exits.py' called sys.exit(0): it must not exit; "
+        "raise an exception to report a problem"
+    )
+    result = cli("run", "--bootstrap", "nope.py")
+    assert result.code == 2 and "Bootstrap file 'nope.py' does not exist" in result.stderr
+
+
+def test_cli_driver_failure_exits_2_and_keeps_other_outputs(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleOutput, JsonOutput, OutputDriver
+
+        class Broken(OutputDriver):
+            def output(self, summary):
+                raise OSError("disk full")
+
+        output = [Broken(), ConsoleOutput, JsonOutput("out.json")]
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert "agenteval: output driver failed: Broken.output() raised OSError: disk full" in result.stderr
+    assert json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
+    assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
+
+
+def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
+    result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
+    assert result.code == 0, result
+    assert (tmp_path / "evaluators" / "refund_evaluator.py").exists()
+    assert (tmp_path / "evaluators" / "datasets" / "refund_evaluator.json").exists()
+    run = cli("run", "evaluators/")
+    assert run.code == 0, run
+    assert "PASSED  RefundEvaluator  evaluators/refund_evaluator.py" in run.lines
+    again = cli("make:evaluator", "app.evaluators.RefundEvaluator")
+    assert again.code == 2
+    assert again.stderr.strip() == (
+        "agenteval: error: evaluators/refund_evaluator.py already exists: choose another name "
+        "or remove the file"
+    )
+
+
+def test_make_evaluator_rejects_bad_names(cli: Cli) -> None:
+    result = cli("make:evaluator", "123-bad")
+    assert result.code == 2
+    assert "is not a valid class name" in result.stderr
+
+
+def test_cli_secrets_are_redacted_from_reports(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write(
+        "evaluators/leaky.py",
+        """
+        import os
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class Leaky(BaseEvaluator):
+            def get_dataset(self):
+                return [{"input": "x"}]
+
+            def run(self, item):
+                return "key is " + os.environ["MY_API_KEY"]
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("nope"), output)
+        """,
+    )
+    secret = "sk-test-1234567890abcdef"
+    result = cli("run", "--output-json", "out.json", env={"MY_API_KEY": secret})
+    assert result.code == 1
+    assert secret not in result.stdout
+    assert "[REDACTED]" in result.stdout
+    assert secret not in (tmp_path / "out.json").read_text()
+    records = next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
+    assert secret not in records
