@@ -273,7 +273,7 @@ def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:
     )
     result = cli("run")
     assert result.code == 2
-    assert any("duplicate item id 'x' at item #2" in line for line in result.lines)
+    assert "  ERROR in get_dataset: DatasetError: <array> item #2: duplicate item id 'x': ids must be unique within a dataset" in result.lines
 
 
 def test_cli_version_and_help(cli: Cli) -> None:

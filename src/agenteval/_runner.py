@@ -94,6 +94,13 @@ def _item_id(item: Any, index: int) -> str | int:
     return index
 
 
+def _describe(dataset: Any, index: int) -> str:
+    describe = getattr(dataset, "describe", None)
+    if callable(describe):
+        return str(describe(index))
+    return f"item #{index}"
+
+
 def _dataset_len(dataset: Any) -> int | None:
     hint = getattr(dataset, "length_hint", None)
     if callable(hint):
@@ -109,7 +116,7 @@ def _dataset_len(dataset: Any) -> int | None:
 
 
 def _dataset_files(dataset: Any) -> dict[str, str | None]:
-    source = getattr(dataset, "source", None) or getattr(dataset, "path", None)
+    source = getattr(dataset, "path", None) or getattr(dataset, "source", None)
     if source and Path(str(source)).is_file():
         return {str(source): fingerprint(str(source))}
     return {}
@@ -219,8 +226,8 @@ class _Run:
                 item_id = _item_id(item, index)
                 if str(item_id) in seen:
                     raise DatasetError(
-                        f"{getattr(dataset, 'source', state.spec.name)}: duplicate item id "
-                        f"{item_id!r} at item #{index}: ids must be unique within a dataset"
+                        f"{_describe(dataset, index)}: duplicate item id {item_id!r}: "
+                        f"ids must be unique within a dataset"
                     )
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)

@@ -1,0 +1,169 @@
+"""``YamlDataset``: a YAML list of cases, or a mapping with ``cases:``."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Any
+
+from agenteval._errors import DatasetError
+from agenteval.datasets._base import preview
+from agenteval.datasets._file import ParsedFileDataset
+
+
+class YamlDataset(ParsedFileDataset):
+    """A dataset read from a YAML file: a list of mappings, or a mapping with ``cases:``.
+
+    Use it for hand-written datasets, where YAML's block strings make long inputs and
+    references easy to read. Both layouts work (the second is RubyLLM's)::
+
+        - input: Hi
+          reference: help
+
+        cases:
+          - name: sale_item_followup
+            input: I bought an unopened item two weeks ago. Can I return it?
+            reference: 30 days
+
+    The file is loaded with ``yaml.safe_load`` (through libyaml's C parser when
+    available): tags that build Python objects (``!!python/object``...) are rejected. It
+    is parsed once, on first use.
+
+    Raises:
+        DatasetError: when built, if the file does not exist or is a directory; on first
+            use, if it cannot be read or decoded, is not valid YAML, or does not hold a list
+            of mappings. The message names the file, the line and the item.
+    """
+
+    def _item_lines(self, text: str) -> list[int] | None:
+        return _item_lines(text)
+
+    def _parse(self, text: str) -> list[dict[str, Any]]:
+        import yaml
+
+        src = self.source
+        try:
+            data = _safe_load(text)
+        except yaml.YAMLError as exc:
+            raise self._syntax_error(text, exc) from None
+        if isinstance(data, list):
+            items: list[Any] = data
+        elif isinstance(data, dict):
+            if "cases" not in data:
+                keys = ", ".join(repr(k) for k in list(data)[:5]) + (
+                    ", ..." if len(data) > 5 else ""
+                )
+                raise DatasetError(
+                    f"{src!r} holds a mapping without a 'cases' key (keys: {keys}): write "
+                    "a list of cases, or put them in a list under 'cases:'"
+                )
+            items = data["cases"]
+            if not isinstance(items, list):
+                raise DatasetError(
+                    f"{src!r} has 'cases:' but it is {_yaml_kind(items)}, not a list: "
+                    f"{preview(items)}; make 'cases:' a list of mappings ('- input: ...')"
+                )
+        elif data is None:
+            raise DatasetError(
+                f"Dataset file {src!r} is empty: write a list of cases ('- input: ...'), "
+                "or a mapping with a 'cases:' list"
+            )
+        else:
+            raise DatasetError(
+                f"{src!r} holds {_yaml_kind(data)}, not a list of mappings: {preview(data)}; "
+                "write a list of cases ('- input: ...'), or a mapping with a 'cases:' list"
+            )
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                where = self._where(text, index)
+                raise DatasetError(
+                    f"{src!r} {where} is {_yaml_kind(item)}, not a mapping: {preview(item)}; "
+                    "make every case a mapping of keys to values ('- input: ...')"
+                )
+        return items
+
+    def _syntax_error(self, text: str, exc: Exception) -> DatasetError:
+        import yaml
+
+        src = self.source
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None)
+        if isinstance(exc, yaml.reader.ReaderError):
+            before = text[: exc.position]
+            line = before.count("\n") + 1
+            column = exc.position - (before.rfind("\n") + 1) + 1
+            reason = f"unacceptable character #x{exc.character:04x}: {exc.reason}"
+            return DatasetError(
+                f"Invalid YAML in {src!r} at line {line}, column {column}: {reason}; "
+                "remove it, or write it as an escape in a double-quoted string"
+            )
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        tag = re.search(r"constructor for the tag '([^']*)'", problem or "")
+        if isinstance(exc, yaml.constructor.ConstructorError) and tag:
+            name = tag.group(1).replace("tag:yaml.org,2002:", "!!")
+            return DatasetError(
+                f"Unsupported YAML tag {name!r} in {src!r}{where}: datasets are loaded with "
+                "yaml.safe_load, which builds no Python objects; use plain YAML values"
+            )
+        context = getattr(exc, "context", None)
+        if problem is None:
+            what = " ".join(str(exc).split())
+        else:
+            what = f"{context}, {problem}" if context else problem
+        return DatasetError(f"Invalid YAML in {src!r}{where}: {what}")
+
+
+def _safe_load(text: str) -> Any:
+    """``yaml.safe_load``, through libyaml's C parser when PyYAML has it (about 10x faster).
+
+    ``CSafeLoader`` is the same safe loader (``SafeConstructor``: no Python objects), with
+    the parsing done in C. On an error the text is parsed again by the pure-Python
+    ``safe_load``, whose messages and positions are the ones we report.
+    """
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            return yaml.load(text, Loader=fast)  # CSafeLoader: safe, as said above
+        except yaml.YAMLError:
+            pass  # parsed again below, for the message
+    return yaml.safe_load(text)
+
+
+_YAML_KINDS: dict[type, str] = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+    datetime.date: "a date",
+    datetime.datetime: "a timestamp",
+    bytes: "binary data",
+    set: "a set",
+}
+
+
+def _yaml_kind(value: object) -> str:
+    return _YAML_KINDS.get(type(value), f"a {type(value).__name__}")
+
+
+def _item_lines(text: str) -> list[int] | None:
+    """The line on which each case starts, from the YAML node tree; None if unknown.
+
+    Only called to explain an error: ``safe_load`` keeps no positions.
+    """
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if isinstance(node, yaml.MappingNode):
+        cases = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == "cases"]
+        node = cases[-1] if cases else None
+    if not isinstance(node, yaml.SequenceNode):
+        return None
+    return [child.start_mark.line + 1 for child in node.value]

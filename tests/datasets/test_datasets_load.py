@@ -1,0 +1,210 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agenteval._errors import DatasetError
+from agenteval.datasets import JsonDataset, JsonlDataset, YamlDataset, _file, load_dataset
+
+Write = Callable[[str, "str | bytes"], Path]  # the `write` fixture, from conftest.py
+
+FILE_CLASSES = [JsonDataset, JsonlDataset, YamlDataset]
+CONTENT = {"json": '[{"n": 1}]', "jsonl": '{"n": 1}\n', "yaml": "- n: 1\n"}
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("cases.json", JsonDataset),
+        ("cases.jsonl", JsonlDataset),
+        ("cases.ndjson", JsonlDataset),
+        ("cases.yaml", YamlDataset),
+        ("cases.yml", YamlDataset),
+        ("CASES.JSON", JsonDataset),
+        ("cases.Yml", YamlDataset),
+    ],
+)
+def test_load_dataset_chooses_class_by_suffix(write: Write, name: str, cls: type) -> None:
+    kind = {JsonDataset: "json", JsonlDataset: "jsonl", YamlDataset: "yaml"}[cls]
+    write(name, CONTENT[kind])
+    dataset = load_dataset(name)
+    assert type(dataset) is cls
+    assert list(dataset) == [{"n": 1}]
+
+
+def test_load_dataset_accepts_path_objects(write: Write) -> None:
+    path = write("data/cases.yaml", "- n: 1\n")
+    assert list(load_dataset(path.absolute())) == [{"n": 1}]
+
+
+def test_load_dataset_unknown_suffix_is_an_error(write: Write) -> None:
+    write("cases.txt", '{"n": 1}\n')
+    with pytest.raises(DatasetError) as info:
+        load_dataset("cases.txt")
+    assert str(info.value) == (
+        "Could not infer dataset format for 'cases.txt': use .json, .jsonl, .yaml or .yml, "
+        "or pass format='json', 'jsonl' or 'yaml'"
+    )
+
+
+def test_load_dataset_format_overrides_suffix(write: Write) -> None:
+    write("cases.txt", '{"n": 1}\n{"n": 2}\n')
+    dataset = load_dataset("cases.txt", format="jsonl")
+    assert type(dataset) is JsonlDataset
+    assert [item["n"] for item in dataset] == [1, 2]
+
+
+def test_load_dataset_unknown_format_is_an_error(write: Write) -> None:
+    write("cases.csv", "n\n1\n")
+    with pytest.raises(DatasetError) as info:
+        load_dataset("cases.csv", format="csv")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "Unknown dataset format 'csv' for 'cases.csv': pass format='json', 'jsonl' or 'yaml'"
+    )
+
+
+def test_load_dataset_directory_is_an_error(write: Write) -> None:
+    write("datasets/cases.json", "[]")
+    with pytest.raises(DatasetError) as info:
+        load_dataset("datasets")
+    assert str(info.value) == (
+        "Dataset path 'datasets' is a directory, not a file: point it at a .json, .jsonl "
+        "or .yaml file"
+    )
+
+
+@pytest.mark.parametrize("cls", FILE_CLASSES)
+def test_file_dataset_missing_relative_file_names_both_paths(
+    write: Write, cls: type[JsonDataset]
+) -> None:
+    with pytest.raises(DatasetError) as info:
+        cls("datasets/refunds.json")
+    looked = os.path.join(os.getcwd(), "datasets", "refunds.json")
+    assert str(info.value) == (
+        f"Dataset file 'datasets/refunds.json' does not exist (looked for {looked!r}): fix "
+        "the path; relative paths are read from the current directory, so build it from "
+        "the evaluator's folder: Path(__file__).parent / 'datasets/refunds.json'"
+    )
+
+
+def test_file_dataset_missing_absolute_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "cases.json"
+    with pytest.raises(DatasetError) as info:
+        JsonDataset(missing)
+    assert str(info.value) == f"Dataset file {str(missing)!r} does not exist: fix the path"
+
+
+def test_file_dataset_missing_file_inside_current_directory(write: Write) -> None:
+    with pytest.raises(DatasetError) as info:
+        YamlDataset(Path.cwd() / "evaluators" / "cases.yaml")
+    assert str(info.value) == "Dataset file 'evaluators/cases.yaml' does not exist: fix the path"
+
+
+def test_file_dataset_path_through_a_file_is_missing(write: Write) -> None:
+    write("cases.json", "[]")
+    with pytest.raises(DatasetError, match=r"^Dataset file 'cases\.json/x\.json' does not exist"):
+        JsonDataset("cases.json/x.json")
+
+
+@pytest.mark.parametrize("cls", FILE_CLASSES)
+def test_file_dataset_directory_is_an_error(write: Write, cls: type[JsonDataset]) -> None:
+    write("datasets/a.json", "[]")
+    with pytest.raises(DatasetError) as info:
+        cls("datasets")
+    assert str(info.value) == (
+        "Dataset path 'datasets' is a directory, not a file: point it at a .json, .jsonl "
+        "or .yaml file"
+    )
+
+
+@pytest.mark.parametrize("cls", FILE_CLASSES)
+def test_file_dataset_permission_denied_is_an_error(
+    write: Write, cls: type[JsonDataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kind = {JsonDataset: "json", JsonlDataset: "jsonl", YamlDataset: "yaml"}[cls]
+    write("cases.data", CONTENT[kind])
+    dataset = cls("cases.data")
+
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    # Shadows the builtin in the modules that open dataset files (tests may run as root).
+    monkeypatch.setattr(_file, "open", denied, raising=False)
+    monkeypatch.setattr("agenteval.datasets._json.open", denied, raising=False)
+    with pytest.raises(DatasetError) as info:
+        list(dataset)
+    assert str(info.value) == (
+        "Cannot read dataset file 'cases.data': permission denied; make it readable by "
+        "this user (chmod u+r)"
+    )
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root can read any file"
+)
+def test_file_dataset_unreadable_file_for_real(write: Write) -> None:
+    path = write("cases.json", "[]")
+    path.chmod(0)
+    try:
+        with pytest.raises(DatasetError, match="permission denied"):
+            list(JsonDataset("cases.json"))
+    finally:
+        path.chmod(0o644)
+
+
+def test_file_dataset_other_os_error_is_an_error(
+    write: Write, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("cases.json", "[]")
+    dataset = JsonDataset("cases.json")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(_file, "open", broken, raising=False)
+    with pytest.raises(DatasetError) as info:
+        list(dataset)
+    assert str(info.value) == (
+        "Cannot read dataset file 'cases.json': Input/output error; check that it is a "
+        "readable file"
+    )
+
+
+@pytest.mark.parametrize(("cls", "ext"), [(JsonDataset, "json"), (YamlDataset, "yaml")])
+def test_file_dataset_invalid_utf8_names_line_and_column(
+    write: Write, cls: type[JsonDataset], ext: str
+) -> None:
+    write(f"cases.{ext}", b'\xef\xbb\xbf[\n  {"input": "caf\xe9"}\n]\n')  # Latin-1 é
+    with pytest.raises(DatasetError) as info:
+        list(cls(f"cases.{ext}"))
+    assert str(info.value) == (
+        f"Dataset file 'cases.{ext}' is not valid UTF-8: byte 0xe9 at line 2, column 17; "
+        "re-save the file as UTF-8"
+    )
+
+
+@pytest.mark.parametrize(("cls", "ext"), [(JsonDataset, "json"), (YamlDataset, "yaml")])
+def test_file_dataset_utf16_is_named_as_such(
+    write: Write, cls: type[JsonDataset], ext: str
+) -> None:
+    write(f"cases.{ext}", '[{"n": 1}]'.encode("utf-16"))
+    with pytest.raises(DatasetError) as info:
+        list(cls(f"cases.{ext}"))
+    assert str(info.value) == (
+        f"Dataset file 'cases.{ext}' is UTF-16, not UTF-8: re-save it as UTF-8"
+    )
+
+
+def test_file_dataset_keeps_reading_the_same_file_after_chdir(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("cases.json", '[{"n": 1}]')
+    dataset = JsonDataset("cases.json")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert list(dataset) == [{"n": 1}]
+    assert dataset.source == "cases.json"
+    assert dataset.base_dir == tmp_path

@@ -1,0 +1,64 @@
+"""ConsoleOutput: the report lines, verbose mode, verdict and neutralised control characters."""
+
+from __future__ import annotations
+
+import io
+
+from agenteval import BaseEvaluator, run_evaluations
+from agenteval.assertions import StringContains
+from agenteval.datasets import ArrayDataset
+from agenteval.outputs import ConsoleOutput
+from agenteval.outputs._text import safe
+
+
+class ShopEvaluator(BaseEvaluator):
+    name = "Shop answers"
+
+    def get_dataset(self) -> ArrayDataset:
+        return ArrayDataset([{"id": "ok", "q": "refund"}, {"id": "bad", "q": "nope\x1b[31m"}])
+
+    def run(self, item: dict[str, str]) -> str:
+        return item["q"]
+
+    def evaluate(self, output: str, item: dict[str, str]) -> None:
+        self.assert_that(StringContains("refund"), output)
+        self.assert_that(StringContains("zzz"), output, soft=True)
+
+
+def _lines(verbose: bool) -> list[str]:
+    stream = io.StringIO()
+    run_evaluations([ShopEvaluator], outputs=[ConsoleOutput(verbose=verbose, stream=stream)], journal=False)
+    return stream.getvalue().splitlines()
+
+
+def test_console_report_lists_failures_with_call_sites() -> None:
+    lines = _lines(verbose=False)
+    assert lines[0].startswith("agenteval · run ") and lines[0].endswith(" · 1 evaluator · sequential")
+    assert lines[2].startswith("FAILED  Shop answers  ")
+    assert lines[2].endswith("test_console_output.py")
+    assert lines[3] == (
+        "  2 items: 1 passed, 1 failed, 0 errors · success rate 50.0% · avg score 0.25 · assertions 1/4"
+    )
+    assert lines[4].startswith("  time: ")
+    fails = [line for line in lines if line.startswith("  FAIL ")]
+    assert len(fails) == 1
+    assert fails[0].startswith(
+        "  FAIL     item 'bad' · StringContains · "
+        "Expected 'nope\\x1b\\x5b\\x33\\x31\\x6d' to contain 'refund' (score 0.00)  "
+    )
+    assert fails[0].endswith("test_console_output.py:24")
+    softs = [line for line in lines if line.startswith("  SOFT ")]
+    assert len(softs) == 2
+    assert lines[-1].startswith("FAILED: 2 items, 1 passed, 1 failed, 0 errors · success rate 50.0% · ")
+    assert lines[-1].endswith(" · exit 1")
+
+
+def test_console_verbose_lists_every_item() -> None:
+    lines = _lines(verbose=True)
+    assert any(line.startswith("  PASSED   item 'ok' · score 0.50 · ") for line in lines)
+    assert "      ok  StringContains (score 1.00)" in lines
+
+
+def test_safe_neutralises_control_characters() -> None:
+    assert safe("a\x1b[2Jb\x07c\td") == "a\\x1b\\x5b\\x32\\x4ab\\x07c\td"
+    assert safe("x" * 10, limit=5) == "xxxx…"

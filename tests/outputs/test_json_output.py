@@ -1,0 +1,87 @@
+"""JsonOutput: the public results document, validated against its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+import agenteval
+from agenteval import BaseEvaluator, run_evaluations
+from agenteval.assertions import StringContains
+from agenteval.datasets import ArrayDataset
+from agenteval.outputs import JsonOutput
+
+SCHEMA = json.loads(
+    (Path(agenteval.__file__).parent / "outputs" / "results.schema.json").read_text()
+)
+
+
+class Unserialisable:
+    def __repr__(self) -> str:
+        return "<Unserialisable thing>"
+
+
+class MixedEvaluator(BaseEvaluator):
+    def get_dataset(self) -> ArrayDataset:
+        return ArrayDataset(
+            [
+                {"id": "dict", "input": "ok refund"},
+                {"id": "obj", "input": "object"},
+                {"id": "fail", "input": "nothing"},
+                {"id": "err", "input": "boom"},
+            ]
+        )
+
+    def run(self, item: dict[str, str]) -> object:
+        if item["input"] == "boom":
+            raise ValueError("boom")
+        if item["input"] == "object":
+            return {"answer": "refund", "obj": Unserialisable()}
+        return {"answer": item["input"]}
+
+    def evaluate(self, output: dict[str, object], item: dict[str, str]) -> None:
+        self.assert_that(StringContains("refund"), str(output["answer"]))
+
+
+def _run(tmp_path: Path) -> dict[str, object]:
+    out = tmp_path / "results.json"
+    summary = run_evaluations([MixedEvaluator], outputs=[JsonOutput(out)], journal=False)
+    doc = json.loads(out.read_text())
+    assert doc["run"]["exit_code"] == summary.exit_code == 2
+    return doc
+
+
+def test_json_output_matches_schema(tmp_path: Path) -> None:
+    doc = _run(tmp_path)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["schema_version"] == 1
+
+
+def test_json_output_items_keep_outputs_as_json_values(tmp_path: Path) -> None:
+    doc = _run(tmp_path)
+    items = {i["id"]: i for i in doc["evaluators"][0]["items"]}  # type: ignore[index]
+    assert items["dict"]["output"] == {"answer": "ok refund"}
+    assert items["obj"]["output"]["obj"] == {
+        "unserializable": f"{__name__}.Unserialisable", "repr": "<Unserialisable thing>",
+    }
+    assert items["obj"]["status"] == "passed"
+    assert items["fail"]["assertions"][0]["message"] == "Expected 'nothing' to contain 'refund'"
+    assert items["fail"]["assertions"][0]["file"].endswith("test_json_output.py")
+    assert items["err"]["error"]["type"] == "ValueError"
+    assert items["err"]["output"] is None
+
+
+def test_json_output_summary_keys(tmp_path: Path) -> None:
+    ev = _run(tmp_path)["evaluators"][0]  # type: ignore[index]
+    assert ev["name"] == "MixedEvaluator" and ev["status"] == "error"
+    s = ev["summary"]
+    assert (s["total"], s["passed"], s["failed"], s["errored"]) == (4, 2, 1, 1)
+    assert s["success_rate"] == 0.5
+    assert s["assertions"] == {"total": 3, "passed": 2, "failed": 1, "success_rate": 2 / 3}
+
+
+def test_json_output_is_atomic_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    _run(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
