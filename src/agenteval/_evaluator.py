@@ -51,7 +51,7 @@ class BaseEvaluator:
         missing = [m for m in _REQUIRED if getattr(cls, m) is getattr(BaseEvaluator, m)]
         if missing:
             raise TypeError(
-                f"{cls.__qualname__} must implement {', '.join(missing)} "
+                f"{cls.__name__} must implement {', '.join(missing)} "
                 f"(or set __abstract__ = True on it if it is a base class)"
             )
 

@@ -339,7 +339,12 @@ def _choose_executor(
     name: ExecutorName, options: ExecutorOptions, specs: list[EvaluatorSpec], notices: list[str]
 ) -> Executor:
     if name == "auto":
-        name = "fork" if options.concurrency > 1 else "inline"
+        # a timeout can only be enforced across a process boundary
+        name = "fork" if options.concurrency > 1 or options.timeout else "inline"
+    if name == "inline" and options.timeout:
+        raise UsageError(
+            "--timeout needs a process per item: use --executor fork (or leave --executor unset)"
+        )
     if name == "async":
         sync = [s.cls.__name__ for s in specs if not is_async(s.cls.run)]
         if sync:

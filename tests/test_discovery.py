@@ -1,0 +1,129 @@
+"""Discovery: which files are imported, which classes are collected, in which order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agenteval import BaseEvaluator, DiscoveryError
+from agenteval._discovery import discover, select
+
+Write = Callable[[str, str], Path]
+
+EVAL = """
+from agenteval import BaseEvaluator
+
+class {name}(BaseEvaluator):
+    tags = {tags!r}
+
+    def get_dataset(self):
+        return []
+
+    def run(self, item):
+        return item
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def _evaluator(name: str, tags: tuple[str, ...] = ()) -> str:
+    return EVAL.format(name=name, tags=tags)
+
+
+def test_discover_collects_classes_in_file_then_line_order(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write("evals/b.py", _evaluator("Second") + _evaluator("Third").replace("from agenteval import BaseEvaluator", ""))
+    write("evals/a.py", _evaluator("First"))
+    specs = discover(["evals"])
+    assert [s.cls.__name__ for s in specs] == ["First", "Second", "Third"]
+    assert [s.id for s in specs] == ["evals/a.py::First", "evals/b.py::Second", "evals/b.py::Third"]
+
+
+def test_discover_skips_private_hidden_cache_and_venv(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write("evals/keep.py", _evaluator("Kept"))
+    write("evals/_helper.py", _evaluator("Private"))
+    write("evals/.hidden/x.py", _evaluator("Hidden"))
+    write("evals/__pycache__/x.py", _evaluator("Cached"))
+    write("evals/env/pyvenv.cfg", "home = /usr\n")
+    write("evals/env/lib/x.py", _evaluator("InVenv"))
+    write("evals/plain.py", "raise RuntimeError('never imported: does not mention the base class')\n")
+    assert [s.cls.__name__ for s in discover(["evals"])] == ["Kept"]
+
+
+def test_discover_ignores_imported_and_abstract_classes(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        "evals/base_and_child.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class SharedBase(BaseEvaluator):
+            __abstract__ = True
+
+            def get_dataset(self):
+                return [{"x": 1}]
+
+        class Child(SharedBase):
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    write(
+        "evals/reuses.py",
+        "from base_and_child import Child\nfrom agenteval import BaseEvaluator\n",
+    )
+    specs = discover(["evals"])
+    assert [s.id for s in specs] == ["evals/base_and_child.py::Child"]
+
+
+def test_discover_lets_evaluators_import_siblings(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write("evals/_agent.py", "def answer():\n    return 42\n")
+    write("evals/uses_sibling.py", "from _agent import answer\n" + _evaluator("UsesSibling"))
+    assert [s.cls.__name__ for s in discover(["evals"])] == ["UsesSibling"]
+
+
+def test_discover_accepts_classes(tmp_path: Path) -> None:
+    class Inline(BaseEvaluator):
+        def get_dataset(self) -> list[dict[str, int]]:
+            return []
+
+        def run(self, item: object) -> object:
+            return item
+
+        def evaluate(self, output: object, item: object) -> None:
+            pass
+
+    (spec,) = discover([Inline], root=tmp_path)
+    assert spec.cls is Inline and spec.name == "Inline"
+
+
+def test_select_by_pattern_and_tags(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write("evals/one.py", _evaluator("RefundEval", ("smoke",)))
+    write("evals/two.py", _evaluator("ShippingEval", ("slow",)))
+    specs = discover(["evals"])
+    assert [s.name for s in select(specs, "refund")] == ["RefundEval"]
+    assert [s.name for s in select(specs, "two.py::")] == ["ShippingEval"]
+    assert [s.name for s in select(specs, tags=["slow", "nope"])] == ["ShippingEval"]
+    assert select(specs, "zzz") == []
+
+
+def test_discover_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(DiscoveryError, match=r"^Path 'missing' does not exist"):
+        discover(["missing"], root=tmp_path)
+
+
+def test_missing_methods_fail_at_class_definition() -> None:
+    with pytest.raises(TypeError, match=r"^Lacking must implement run, evaluate "):
+
+        class Lacking(BaseEvaluator):
+            def get_dataset(self) -> list[object]:
+                return []
