@@ -11,23 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from agenteval.testing import fake_provider as fake_provider  # the FakeProvider fixture
+from cli_support import CliResult
+
 AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
-
-
-class CliResult:
-    """Exit code and output of one CLI run."""
-
-    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
-        self.code = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    @property
-    def lines(self) -> list[str]:
-        return self.stdout.splitlines()
-
-    def __repr__(self) -> str:
-        return f"CliResult(code={self.code}, stdout={self.stdout!r}, stderr={self.stderr!r})"
 
 
 @pytest.fixture

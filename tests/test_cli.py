@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import CliResult
+from cli_support import CliResult
 
 Cli = Callable[..., CliResult]
 Write = Callable[[str, str], Path]

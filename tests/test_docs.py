@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -26,8 +28,10 @@ def test_docs_code_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     for key in [k for k in os.environ if k.startswith("AGENTEVAL_")]:
         monkeypatch.delenv(key)
-    namespace: dict[str, object] = {"__name__": "__docs__"}
+    # a real module, so dataclasses and pickling find the classes a page defines
+    module = types.ModuleType(f"docs_{page.stem.replace('-', '_')}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     for kind, code, line in _blocks(page):
         compiled = compile(code, f"{page.name}:{line}", "exec")
         if kind == "python":
-            exec(compiled, namespace)
+            exec(compiled, module.__dict__)

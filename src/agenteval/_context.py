@@ -10,7 +10,7 @@ import contextvars
 from dataclasses import dataclass, field
 
 from ._results import AssertionRecord
-from ._usage import Usage
+from ._usage import ZERO_USAGE, Usage
 
 
 @dataclass
@@ -18,8 +18,8 @@ class ItemContext:
     """What an item accumulates while it runs: assertion records and token usage."""
 
     assertions: list[AssertionRecord] = field(default_factory=list)
-    agent_usage: Usage = field(default_factory=Usage)
-    judge_usage: Usage = field(default_factory=Usage)
+    agent_usage: Usage = ZERO_USAGE
+    judge_usage: Usage = ZERO_USAGE
     judge_calls: int = 0
     cached_calls: int = 0
     retries: int = 0

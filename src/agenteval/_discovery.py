@@ -134,7 +134,10 @@ def discover(
         if isinstance(entry, type):
             if not issubclass(entry, BaseEvaluator):
                 raise DiscoveryError(f"{entry.__qualname__} is not a BaseEvaluator subclass")
-            source = inspect.getsourcefile(entry)
+            try:
+                source = inspect.getsourcefile(entry)
+            except (OSError, TypeError):  # defined in a notebook, REPL or exec()'d code
+                source = None
             shown = _display_path(Path(source), root) if source else entry.__module__
             specs.append(EvaluatorSpec(entry, shown, _source_line(entry)))
             continue

@@ -185,6 +185,7 @@ def build_record(
             else:
                 size = None
     assertions = ctx.assertions
+    # every value here is already validated or JSON-safe: skip pydantic's validation
     return ItemResult(
         evaluator=task.evaluator_id,
         id=task.id,
@@ -199,6 +200,8 @@ def build_record(
         output_size=size,
         assertions=assertions,
         error=error,
+        stdout="",
+        stderr="",
         usage=ItemUsage(
             agent=agent_usage,
             judge=ctx.judge_usage,

@@ -8,10 +8,10 @@ journal and read back by output drivers. Keep every field JSON-safe.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ._usage import Usage
 
@@ -55,6 +55,8 @@ class AssertionResult(BaseModel):
         cls, score: float = 1.0, message: str = "", context: dict[str, Any] | None = None
     ) -> AssertionResult:
         """A passing result (``pass`` is a keyword in Python, hence the underscore)."""
+        if score == 1.0 and not message and not context and cls is AssertionResult:
+            return _PASSED  # frozen, so one shared instance serves the common case
         return cls(passed=True, score=score, message=message, context=context or {})
 
     @classmethod
@@ -63,6 +65,9 @@ class AssertionResult(BaseModel):
     ) -> AssertionResult:
         """A failing result with a message saying what was expected."""
         return cls(passed=False, score=score, message=message, context=context or {})
+
+
+_PASSED = AssertionResult(passed=True, score=1.0)
 
 
 class AssertionRecord(BaseModel):
@@ -191,6 +196,11 @@ class EvaluatorSummary(BaseModel):
     Errors count in the denominator of ``success_rate`` and are reported separately.
     ``duration_s.total`` is real wall-clock time; ``duration_s.average`` is the mean item
     duration, which under parallel execution can exceed ``total / count``.
+
+    ``items`` holds every :class:`ItemResult` in dataset order. Records are kept as compact
+    JSON and turned back into models when ``items`` is read, so a run of a million items
+    does not keep a million models in memory; read it once and keep the list if you need
+    it several times. ``notable_items`` (failures, errors, soft failures) is kept as models.
     """
 
     name: str
@@ -214,7 +224,18 @@ class EvaluatorSummary(BaseModel):
     failures_by_site: list[FailureGroup] = Field(default_factory=list)
     soft_failures: int = 0
     usage: ItemUsage = Field(default_factory=ItemUsage)
-    items: list[ItemResult] = Field(default_factory=list)
+    notable_items: list[ItemResult] = Field(default_factory=list)
+    _records: list[ItemResult | str] = PrivateAttr(default_factory=list)
+
+    @property
+    def items(self) -> list[ItemResult]:
+        """Every item result, in dataset order (materialised on each access)."""
+        return [r if isinstance(r, ItemResult) else ItemResult.model_validate_json(r) for r in self._records]
+
+    def item_json(self) -> Iterator[str]:
+        """Every item as its JSON text, in dataset order (what reports and journals store)."""
+        for r in self._records:
+            yield r if isinstance(r, str) else r.model_dump_json()
 
     @classmethod
     def build(
@@ -231,56 +252,130 @@ class EvaluatorSummary(BaseModel):
         skip_reason: str | None = None,
     ) -> EvaluatorSummary:
         """Compute every figure from the item results."""
-        items = sorted(items, key=lambda r: (r.index, r.repeat))
-        counts = {"passed": 0, "failed": 0, "error": 0, "cancelled": 0}
-        scores: list[float] = []
-        a_passed = soft_failures = 0
-        by_name: dict[str, FailureGroup] = {}
-        by_site: dict[str, FailureGroup] = {}
-        usage = ItemUsage()
-        agent, judge = usage.agent, usage.judge
-        judge_calls = cached = retries = 0
+        builder = SummaryBuilder()
         for item in items:
-            status = "error" if item.status in ERROR_STATUSES else item.status
-            counts[status] += 1
-            for a in item.assertions:
-                scores.append(a.score)
-                if a.passed:
-                    a_passed += 1
-                    continue
-                if a.soft:
-                    soft_failures += 1
-                    continue
-                site = f"{a.file}:{a.line}" if a.file else a.name
-                for groups, key in ((by_name, a.name), (by_site, site)):
-                    group = groups.setdefault(key, FailureGroup(key=key, count=0, items=[]))
-                    group.count += 1
-                    if not group.items or group.items[-1] != item.id:
-                        group.items.append(item.id)
-            u = item.usage
-            agent, judge = agent + u.agent, judge + u.judge
-            judge_calls += u.judge_calls
-            cached += u.cached_calls
-            retries += u.retries
-        total = len(items)
-        durations = [i.duration_s for i in items if i.status != "cancelled"]
+            builder.add(item)
+        return builder.finish(
+            name=name, wall_time=wall_time, file=file, id=id, description=description,
+            tags=tags, error=error, skip_reason=skip_reason,
+        )
+
+
+class SummaryBuilder:
+    """Accumulates an evaluator's figures one item at a time, in any order.
+
+    The runner feeds it each record as it completes, with the record's JSON text, so that
+    nothing but that text is retained per item.
+    """
+
+    def __init__(self) -> None:
+        self._records: list[tuple[int, int, ItemResult | str]] = []
+        self._notable: list[ItemResult] = []
+        self._counts = {"passed": 0, "failed": 0, "error": 0, "cancelled": 0}
+        self._n_scores = 0
+        self._score_sum = 0.0
+        self._score_min = math.inf
+        self._score_max = -math.inf
+        self._a_passed = 0
+        self._soft = 0
+        self._by_name: dict[str, FailureGroup] = {}
+        self._by_site: dict[str, FailureGroup] = {}
+        self._group_ids: dict[int, set[str | int]] = {}
+        self._dur_sum = 0.0
+        self._dur_n = 0
+        self._agent = [0, 0, 0, 0]
+        self._judge = [0, 0, 0, 0]
+        self._calls = [0, 0, 0]
+
+    def add(self, item: ItemResult, raw: str | None = None) -> None:
+        """Account one item; ``raw`` is its JSON text, kept instead of the model."""
+        self._records.append((item.index, item.repeat, raw if raw is not None else item))
+        status = "error" if item.status in ERROR_STATUSES else item.status
+        self._counts[status] += 1
+        if status != "cancelled":
+            self._dur_sum += item.duration_s
+            self._dur_n += 1
+        notable = status != "passed"
+        for a in item.assertions:
+            score = a.score
+            self._n_scores += 1
+            self._score_sum += score
+            if score < self._score_min:
+                self._score_min = score
+            if score > self._score_max:
+                self._score_max = score
+            if a.passed:
+                self._a_passed += 1
+                continue
+            notable = True
+            if a.soft:
+                self._soft += 1
+                continue
+            site = f"{a.file}:{a.line}" if a.file else a.name
+            for groups, key in ((self._by_name, a.name), (self._by_site, site)):
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = FailureGroup(key=key, count=0, items=[])
+                group.count += 1
+                ids = self._group_ids.setdefault(id(group), set())
+                if item.id not in ids:
+                    ids.add(item.id)
+                    group.items.append(item.id)
+        if notable:
+            self._notable.append(item)
+        u = item.usage
+        if u.judge_calls or u.agent or u.judge or u.retries:
+            for acc, usage in ((self._agent, u.agent), (self._judge, u.judge)):
+                acc[0] += usage.input_tokens
+                acc[1] += usage.output_tokens
+                acc[2] += usage.cache_read_tokens
+                acc[3] += usage.cache_write_tokens
+            self._calls[0] += u.judge_calls
+            self._calls[1] += u.cached_calls
+            self._calls[2] += u.retries
+
+    def finish(
+        self,
+        *,
+        name: str,
+        wall_time: float,
+        file: str = "",
+        id: str = "",
+        description: str = "",
+        tags: Sequence[str] = (),
+        error: ErrorInfo | None = None,
+        skip_reason: str | None = None,
+    ) -> EvaluatorSummary:
+        """The summary of everything added so far."""
+        counts = self._counts
+        total = len(self._records)
         if error is not None:
-            status_: EvaluatorStatus = "error"
+            status: EvaluatorStatus = "error"
         elif skip_reason is not None:
-            status_ = "skipped"
+            status = "skipped"
         elif counts["error"] or counts["cancelled"]:
-            status_ = "error"
+            status = "error"
         elif counts["failed"]:
-            status_ = "failed"
+            status = "failed"
         else:
-            status_ = "passed"
-        return cls(
+            status = "passed"
+        n = self._n_scores
+
+        def usage(acc: list[int]) -> Usage:
+            return Usage(input_tokens=acc[0], output_tokens=acc[1], cache_read_tokens=acc[2], cache_write_tokens=acc[3])
+
+        def groups(found: dict[str, FailureGroup]) -> list[FailureGroup]:
+            for group in found.values():
+                group.items.sort(key=lambda i: (isinstance(i, str), i))
+            return sorted(found.values(), key=lambda g: -g.count)
+
+        summary = EvaluatorSummary(
             name=name,
             file=file,
             id=id,
             description=description,
             tags=list(tags),
-            status=status_,
+            status=status,
             error=error,
             skip_reason=skip_reason,
             total=total,
@@ -290,32 +385,29 @@ class EvaluatorSummary(BaseModel):
             cancelled=counts["cancelled"],
             success_rate=_rate(counts["passed"], total),
             assertions=AssertionStats(
-                total=len(scores),
-                passed=a_passed,
-                failed=len(scores) - a_passed,
-                success_rate=_rate(a_passed, len(scores)),
+                total=n, passed=self._a_passed, failed=n - self._a_passed,
+                success_rate=_rate(self._a_passed, n),
             ),
             score=ScoreStats(
-                average=sum(scores) / len(scores) if scores else 0.0,
-                min=min(scores, default=0.0),
-                max=max(scores, default=0.0),
+                average=self._score_sum / n if n else 0.0,
+                min=self._score_min if n else 0.0,
+                max=self._score_max if n else 0.0,
             ),
             duration_s=DurationStats(
                 total=wall_time,
-                average=sum(durations) / len(durations) if durations else 0.0,
+                average=self._dur_sum / self._dur_n if self._dur_n else 0.0,
             ),
-            failures_by_assertion=sorted(by_name.values(), key=lambda g: -g.count),
-            failures_by_site=sorted(by_site.values(), key=lambda g: -g.count),
-            soft_failures=soft_failures,
+            failures_by_assertion=groups(self._by_name),
+            failures_by_site=groups(self._by_site),
+            soft_failures=self._soft,
             usage=ItemUsage(
-                agent=agent,
-                judge=judge,
-                judge_calls=judge_calls,
-                cached_calls=cached,
-                retries=retries,
+                agent=usage(self._agent), judge=usage(self._judge), judge_calls=self._calls[0],
+                cached_calls=self._calls[1], retries=self._calls[2],
             ),
-            items=items,
+            notable_items=sorted(self._notable, key=lambda r: (r.index, r.repeat)),
         )
+        summary._records = [r for _, _, r in sorted(self._records, key=lambda t: (t[0], t[1]))]
+        return summary
 
 
 class RunSummary(BaseModel):

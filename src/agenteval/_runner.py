@@ -36,7 +36,15 @@ from ._executors._base import Executor, ExecutorOptions, StopState
 from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info
 from ._journal import DEFAULT_RUNS_DIR, Journal, find_run, fingerprint, latest_records, new_run_id
 from ._redact import Redactor
-from ._results import ERROR_STATUSES, ErrorInfo, EvaluatorSummary, ItemResult, RunSummary, Stage
+from ._results import (
+    ERROR_STATUSES,
+    ErrorInfo,
+    EvaluatorSummary,
+    ItemResult,
+    RunSummary,
+    Stage,
+    SummaryBuilder,
+)
 from ._version import __version__
 from .outputs._base import OutputDriver, RunInfo
 
@@ -53,7 +61,7 @@ class _EvaluatorState:
     spec: EvaluatorSpec
     position: int
     instance: BaseEvaluator | None = None
-    results: list[ItemResult] = field(default_factory=list)
+    builder: SummaryBuilder = field(default_factory=SummaryBuilder)
     pending: int = 0
     exhausted: bool = False
     finalised: bool = False
@@ -237,7 +245,7 @@ class _Run:
             index += 1
             done = self.previous.get((state.spec.id, str(item_id), 0))
             if done is not None:
-                state.results.append(done)
+                state.builder.add(done)
                 self.drivers.call("item_finished", done)
                 continue
             state.pending += 1
@@ -252,7 +260,7 @@ class _Run:
             result = ItemResult.model_validate_json(text)
         if self.journal is not None:
             self.journal.append(text)
-        state.results.append(result)
+        state.builder.add(result, text)
         state.pending -= 1
         self.drivers.call("item_finished", result)
         self._maybe_finalise(state)
@@ -274,13 +282,12 @@ class _Run:
 
     def _summary(self, state: _EvaluatorState) -> EvaluatorSummary:
         cls = state.spec.cls
-        return EvaluatorSummary.build(
+        return state.builder.finish(
             name=state.spec.name,
             file=state.spec.file,
             id=state.spec.id,
             description=cls.description,
             tags=list(cls.tags),
-            items=state.results,
             wall_time=(state.ended or time.perf_counter()) - state.started
             if state.started
             else 0.0,
@@ -318,7 +325,7 @@ def _signals(stop: StopState) -> Iterator[None]:
         if stop.requested is None:
             stop.requested = name
             # in-process items cannot be killed: re-signal ourselves when grace runs out
-            t = threading.Timer(stop.grace, lambda: os.kill(os.getpid(), signum))
+            t = threading.Timer(stop.grace + stop.backstop, lambda: os.kill(os.getpid(), signum))
             t.daemon = True
             t.start()
             timer.append(t)
@@ -497,7 +504,6 @@ def run_evaluations(
     )
     chosen = _choose_executor(executor, options, specs, notices)
 
-    _configure_cache(cache)
 
     redact = Redactor.from_environ()
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
@@ -541,8 +547,10 @@ def run_evaluations(
         ),
     )
     hard = False
+    from .llm._cache import using_cache
+
     try:
-        with _signals(stop):
+        with _signals(stop), using_cache(enabled=cache):
             try:
                 chosen.run(run.tasks(), run.on_result, stop)
             except HardStop:
@@ -590,14 +598,6 @@ def _apply_console_flags(
                 driver.verbose = verbose
             if progress is not None:
                 driver.progress = progress
-
-
-def _configure_cache(enabled: bool) -> None:
-    try:
-        from .llm import _cache
-    except ImportError:  # pragma: no cover - until the cache module lands
-        return
-    _cache.configure_cache(enabled=enabled)
 
 
 def _record_datasets(jr: Journal, states: list[_EvaluatorState]) -> None:

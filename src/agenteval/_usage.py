@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -31,6 +33,17 @@ class Usage(BaseModel):
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    @classmethod
+    def sum(cls, usages: Iterable[Usage]) -> Usage:
+        """The total of many usages."""
+        i = o = r = w = 0
+        for u in usages:
+            i += u.input_tokens
+            o += u.output_tokens
+            r += u.cache_read_tokens
+            w += u.cache_write_tokens
+        return cls(input_tokens=i, output_tokens=o, cache_read_tokens=r, cache_write_tokens=w)
+
     def __bool__(self) -> bool:
         return bool(
             self.input_tokens
@@ -38,3 +51,7 @@ class Usage(BaseModel):
             or self.cache_read_tokens
             or self.cache_write_tokens
         )
+
+
+ZERO_USAGE = Usage()
+"""No tokens: the shared default (usages are frozen)."""

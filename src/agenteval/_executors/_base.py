@@ -18,10 +18,17 @@ OnResult = Callable[[ItemResult], None]
 @dataclass
 class StopState:
     """Set by the signal handler: ``requested`` names the first signal; ``grace`` is how
-    long in-flight items may still take before they are cancelled."""
+    long in-flight items may still take before they are cancelled.
+
+    ``backstop`` is how much longer than ``grace`` the signal handler waits before it
+    stops the run at once (as a second signal would). Executors that cancel their own
+    items when the grace period ends set it, so that they get to record those items as
+    ``cancelled`` first; for in-process items, which cannot be killed, it stays 0.
+    """
 
     requested: str | None = None
     grace: float = 10.0
+    backstop: float = 0.0
 
 
 @dataclass(frozen=True)

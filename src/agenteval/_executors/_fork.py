@@ -8,6 +8,11 @@ and reads one JSON record per child from a pipe. Faults stay with their item:
 * after the first Ctrl-C/SIGTERM no new child starts; children still running when the
   grace period ends are killed → ``cancelled``.
 
+Each child leads its own process group, with stdin on /dev/null: a Ctrl-C or a SIGTERM sent
+to the CLI's whole group (a terminal, ``timeout``, a CI runner) reaches only the parent,
+which then applies the grace period, and every signal the parent sends to an item — and the
+final sweep once it has exited — reaches the subprocesses the item started too.
+
 Why not ``multiprocessing``: a killed Pool worker hangs the parent, and in
 ``ProcessPoolExecutor`` one dead worker or one unpicklable exception fails every pending
 item. Here nothing but plain JSON crosses the process boundary.
@@ -40,6 +45,12 @@ CAPTURE_LIMIT = 64 * 1024
 
 _POLL = 0.05
 
+_BACKSTOP = KILL_GRACE
+"""Seconds beyond the grace period before the signal handler stops the run at once: time
+for this executor to kill the remaining children and record them as ``cancelled``."""
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
 
 @dataclass
 class _Child:
@@ -57,6 +68,7 @@ class _Child:
     killed: bool = False
     timed_out: bool = False
     cancelled: bool = False
+    lost: bool = False  # reaped by someone else: exit status unknown
 
 
 def _set_parent_death_signal() -> None:
@@ -79,6 +91,22 @@ def _watch_parent(parent: int) -> None:
             time.sleep(0.5)
 
     threading.Thread(target=loop, daemon=True).start()
+
+
+def _signal_item(pid: int, sig: int, *, group_only: bool = False) -> None:
+    """Send ``sig`` to an item's process group (the child and what it started).
+
+    Falls back to the child alone when it has no group of its own, unless ``group_only``:
+    once the child may have been reaped, its pid alone could name another process.
+    """
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        if not group_only:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+    except PermissionError:  # pragma: no cover - the group id was reused by another user
+        return
 
 
 def _capture_file() -> IO[bytes]:
@@ -104,13 +132,22 @@ def _child_main(
     """Runs in the forked child; never returns."""
     code = 0
     try:
+        # SIGINT/SIGTERM are blocked since before the fork: set our own dispositions, leave
+        # the CLI's process group, then let signals in
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
         _set_parent_death_signal()
         if os.getppid() != parent:
             os._exit(70)
         if not sys.platform.startswith("linux"):
             _watch_parent(parent)
+        # out of the terminal's foreground group, a read from it would stop the child
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
         try:
@@ -160,6 +197,20 @@ def _describe_exit(status: int) -> tuple[str, str]:
     return "ChildExited", f"the item's process exited with code {code} before reporting a result"
 
 
+def _other_threads() -> list[threading.Thread]:
+    """Threads besides this one that could hold a lock at fork time.
+
+    rich's progress refresh thread is left out: it only repaints the parent's console,
+    which children never use, and counting it would warn on every run in a terminal.
+    """
+    current = threading.current_thread()
+    return [
+        t
+        for t in threading.enumerate()
+        if t is not current and not type(t).__module__.startswith("rich.")
+    ]
+
+
 class ForkExecutor(Executor):
     """One forked child per item, at most ``concurrency`` at once; see the module docs."""
 
@@ -172,6 +223,7 @@ class ForkExecutor(Executor):
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Fork, supervise and collect until every task is done or the run is stopped."""
         limit = self.options.concurrency
+        stop.backstop = max(stop.backstop, _BACKSTOP)
         sel = selectors.DefaultSelector()
         children: dict[int, _Child] = {}
         exhausted = False
@@ -209,9 +261,7 @@ class ForkExecutor(Executor):
                 for child in list(children.values()):
                     self._supervise(child, now, stop_deadline)
                     if child.status is None:
-                        pid, status = os.waitpid(child.pid, os.WNOHANG)
-                        if pid:
-                            child.status = status
+                        self._reap(child)
                     if child.status is not None and not child.eof:
                         self._drain(child, sel)
                     if child.status is not None and child.eof:
@@ -219,18 +269,19 @@ class ForkExecutor(Executor):
                         on_result(self._finish(child))
         finally:  # normal end: nothing left; HardStop or a bug: leave no child behind
             for child in children.values():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, signal.SIGKILL)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(child.pid, 0)
+                if child.status is None:
+                    _signal_item(child.pid, signal.SIGKILL)
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(child.pid, 0)
                 self._close(child)
             sel.close()
 
     def _spawn(self, evaluator: BaseEvaluator, task: ItemTask) -> _Child:
-        if not self._warned_threads and threading.active_count() > 1:
+        others = [] if self._warned_threads else _other_threads()
+        if others:
             self._warned_threads = True
             self.notices.append(
-                f"{threading.active_count() - 1} other thread(s) were running in the parent "
+                f"{len(others)} other thread(s) were running in the parent "
                 f"when items were forked; fork with threads can deadlock — start threads and "
                 f"clients in run(), or use --concurrency 1"
             )
@@ -241,10 +292,17 @@ class ForkExecutor(Executor):
             with contextlib.suppress(Exception):
                 stream.flush()
         parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
-            os.close(rfd)
-            _child_main(evaluator, task, wfd, out, err, parent, self.options.max_output_bytes)
+        # no signal handler may run in the child before it has set its own dispositions
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
+                os.close(rfd)
+                _child_main(evaluator, task, wfd, out, err, parent, self.options.max_output_bytes)
+            with contextlib.suppress(OSError):  # also here: the child may not have run yet
+                os.setpgid(pid, pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(wfd)
         now = time.monotonic()
         timeout = self.options.timeout
@@ -257,18 +315,35 @@ class ForkExecutor(Executor):
             if child.deadline is not None and now >= child.deadline:
                 child.timed_out = True
                 child.terminated_at = now
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, signal.SIGTERM)
+                _signal_item(child.pid, signal.SIGTERM)
             elif stop_deadline is not None and now >= stop_deadline:
                 child.cancelled = True
                 child.terminated_at = now
                 child.killed = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child.pid, signal.SIGKILL)
+                _signal_item(child.pid, signal.SIGKILL)
         elif not child.killed and now - child.terminated_at >= KILL_GRACE:
             child.killed = True
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, signal.SIGKILL)
+            _signal_item(child.pid, signal.SIGKILL)
+
+    def _reap(self, child: _Child) -> None:
+        """Collect the exit status of a child that has exited, sweeping its group first."""
+        try:
+            if hasattr(os, "waitid"):
+                # peek without reaping: while the zombie holds its pid, the group id cannot
+                # be reused, so killing the group hits only what the item left running
+                flags = os.WEXITED | os.WNOHANG | os.WNOWAIT
+                if os.waitid(os.P_PID, child.pid, flags) is None:
+                    return
+                _signal_item(child.pid, signal.SIGKILL, group_only=True)
+            pid, status = os.waitpid(child.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped elsewhere (SIGCHLD ignored): it is gone
+            child.status, child.lost = 0, True
+            _signal_item(child.pid, signal.SIGKILL, group_only=True)
+            return
+        if pid:
+            child.status = status
+            if not hasattr(os, "waitid"):  # pragma: no cover - no peeking: sweep afterwards
+                _signal_item(child.pid, signal.SIGKILL, group_only=True)
 
     def _drain(self, child: _Child, sel: selectors.BaseSelector) -> None:
         """The child is gone: read whatever it wrote before the pipe is closed."""
@@ -319,6 +394,11 @@ class ForkExecutor(Executor):
                     message="the run was interrupted and the item did not finish within the grace period",
                 )
                 status = "cancelled"
+            elif child.lost:
+                kind, message = "ChildExited", (
+                    "the item's process exited before reporting a result (its exit status "
+                    "was collected elsewhere: is SIGCHLD ignored?)"
+                )
             else:
                 kind, message = _describe_exit(child.status)
                 error = ErrorInfo(stage="executor", type=kind, message=message)

@@ -43,7 +43,7 @@ class IsValidJson(Assertion):
         except RecursionError:
             error = "nesting too deep to parse"
         else:
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,

@@ -58,7 +58,7 @@ class MatchesRegex(Assertion):
         if not isinstance(actual, str):
             return not_a_string(actual)
         if self._compiled.search(actual) is not None:
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,

@@ -43,7 +43,7 @@ class StringContains(Assertion):
         if not isinstance(actual, str):
             return not_a_string(actual)
         if self._needle in _fold(actual, self.case_sensitive):
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,
@@ -87,7 +87,7 @@ class StringContainsAll(Assertion):
             if needle not in haystack
         ]
         if not missing:
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         total = len(self.keywords)
         return AssertionResult(
             passed=False,
@@ -129,7 +129,7 @@ class StringContainsAny(Assertion):
             return not_a_string(actual)
         haystack = _fold(actual, self.case_sensitive)
         if any(needle in haystack for needle in self._needles):
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,
@@ -158,7 +158,7 @@ class StringStartsWith(Assertion):
         if not isinstance(actual, str):
             return not_a_string(actual)
         if actual.startswith(self.prefix):
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,
@@ -187,7 +187,7 @@ class StringEndsWith(Assertion):
         if not isinstance(actual, str):
             return not_a_string(actual)
         if actual.endswith(self.suffix):
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,
@@ -238,7 +238,7 @@ class StringLengthBetween(Assertion):
             return not_a_string(actual)
         length = len(actual)
         if self.min_length <= length <= self.max_length:
-            return AssertionResult(passed=True, score=1.0)
+            return AssertionResult.pass_()
         return AssertionResult(
             passed=False,
             score=0.0,

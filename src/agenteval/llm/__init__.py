@@ -1,1 +1,25 @@
-"""(being written)"""
+"""Language models and embeddings: the ``Model`` protocol and its provider implementations.
+
+Provider SDKs are imported only when a model is built, so importing this module is cheap.
+"""
+
+from ._anthropic import AnthropicModel
+from ._embeddings import OpenAIEmbeddings
+from ._factory import default_judge_model, model
+from ._openai import OpenAIModel
+from ._retry import RetryPolicy
+from ._types import Embeddings, Model, ModelRequest, ModelResponse, ToolSpec
+
+__all__ = [
+    "AnthropicModel",
+    "Embeddings",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIEmbeddings",
+    "OpenAIModel",
+    "RetryPolicy",
+    "ToolSpec",
+    "default_judge_model",
+    "model",
+]

@@ -192,7 +192,7 @@ class ConsoleOutput(OutputDriver):
         u = s.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"  tokens: {_usage_text(u)}", "dim"))
-        for item in s.items:
+        for item in s.items if self.verbose else s.notable_items:
             lines.extend(self._item_lines(item))
         return lines
 

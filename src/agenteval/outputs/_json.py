@@ -103,10 +103,10 @@ def write_document(run: RunSummary, fh: IO[str]) -> None:
         }
         text = dumps(meta)
         fh.write(("," if i else "") + text[:-1] + ', "items": [')
-        for j, item in enumerate(ev.items):
+        for j, item in enumerate(ev.item_json()):
             if j:
                 fh.write(",")
-            fh.write(item.model_dump_json())
+            fh.write(item)
         fh.write("]}")
     fh.write("]}\n")
 

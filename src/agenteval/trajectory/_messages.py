@@ -53,7 +53,9 @@ class Message(BaseModel):
 
     @classmethod
     def assistant(
-        cls, content: str = "", tool_calls: list[ToolCall] | None = None,
+        cls,
+        content: str = "",
+        tool_calls: list[ToolCall] | None = None,
         usage: Usage | None = None,
     ) -> Message:
         """An assistant message, optionally with tool calls and token usage."""

@@ -1,0 +1,114 @@
+"""``StringSimilarity``: semantic closeness of two texts, by embedding cosine similarity."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._results import AssertionResult
+from ..llm._types import Embeddings
+from ._base import Assertion, type_name
+from ._common import not_a_string
+
+
+@dataclass(frozen=True)
+class StringSimilarity(Assertion):
+    """Passes when the output means roughly the same as ``reference``, by embeddings.
+
+    Use it when wording may vary freely but the meaning should not (summaries, paraphrased
+    answers), and an LLM judge would be overkill. The score is the cosine similarity of the
+    two embeddings, clipped to [0, 1]; the assertion passes at ``score >= threshold``::
+
+        from agenteval.llm import OpenAIEmbeddings
+
+        similar = StringSimilarity(
+            reference="The parcel was delivered yesterday.",
+            embeddings=OpenAIEmbeddings("text-embedding-3-small"),
+            threshold=0.8,
+        )
+        self.assert_that(similar, output)
+
+    The reference is embedded once per assertion instance (and both texts in a single call
+    when neither is known yet); embeddings go through the response cache when it is on.
+    Thresholds depend on the embedding model: calibrate on a few known-good and known-bad
+    outputs.
+    """
+
+    reference: str
+    embeddings: Embeddings
+    threshold: float = 0.6
+    _memo: dict[str, list[float]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reference, str):
+            raise TypeError(
+                f"StringSimilarity: reference must be a string, got "
+                f"{type_name(self.reference)} ({self.reference!r})"
+            )
+        threshold = self.threshold
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not math.isfinite(threshold)
+            or not 0 <= threshold <= 1
+        ):
+            raise ValueError(
+                f"StringSimilarity: threshold must be a number from 0 to 1, got {threshold!r}"
+            )
+
+    def evaluate(self, actual: Any) -> AssertionResult:
+        """Embed ``actual`` (and the reference, the first time) and compare them.
+
+        Raises:
+            ValueError: the two embeddings have different dimensions, or are not finite.
+        """
+        if not isinstance(actual, str):
+            return not_a_string(actual)
+        context: dict[str, Any] = {"threshold": self.threshold, "reference": self.reference}
+        if not actual.strip():
+            return AssertionResult.fail(0.0, "empty output", context)
+        reference, output = self._vectors(actual)
+        score = _cosine(reference, output)
+        context["similarity"] = score
+        if score >= self.threshold:
+            return AssertionResult.pass_(score, "", context)
+        return AssertionResult.fail(
+            score, f"Expected similarity >= {self.threshold}, got {score:.3f}", context
+        )
+
+    async def aevaluate(self, actual: Any) -> AssertionResult:
+        """Async :meth:`evaluate`: the embedding call runs in a worker thread."""
+        # to_thread copies the context, so the call is still accounted to this item.
+        return await asyncio.to_thread(self.evaluate, actual)
+
+    def _vectors(self, actual: str) -> tuple[list[float], list[float]]:
+        from ..llm._cache import embed_cached
+
+        cached = self._memo.get(self.reference)
+        if cached is not None:
+            return cached, embed_cached(self.embeddings, [actual])[0]
+        reference, output = embed_cached(self.embeddings, [self.reference, actual])
+        self._memo[self.reference] = reference
+        return reference, output
+
+
+def _cosine(reference: list[float], output: list[float]) -> float:
+    import numpy as np
+
+    a = np.asarray(reference, dtype=np.float64)
+    b = np.asarray(output, dtype=np.float64)
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        raise ValueError(
+            f"StringSimilarity: embedding dimensions differ: reference has {a.size}, output "
+            f"has {b.size}; use the same embedding model for both texts"
+        )
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("StringSimilarity: an embedding contains NaN or infinite values")
+    norms = float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+    if norms == 0.0:
+        return 0.0
+    return min(1.0, max(0.0, float(np.dot(a, b)) / norms))

@@ -1,0 +1,415 @@
+"""An on-disk response cache for judge, simulator and embedding calls.
+
+Responses are stored in one SQLite file (``responses.sqlite3``) under the cache folder,
+``.agenteval/cache/`` in the working directory unless configured otherwise. The key is a
+SHA-256 of the call's kind, the model's ``name`` and the full request JSON (for embeddings:
+the text), so any change to the prompt, schema, temperature or model is a miss.
+
+Only responses that the caller accepted are stored (``validate``), so an invalid judge reply
+is never replayed. A hit comes back with ``cached=True`` and ``retries=0``.
+
+The cache is **off** unless :func:`configure_cache` turns it on. ``agenteval run`` does so
+(``--no-cache`` leaves it off); library code and unit tests (e.g. with
+:class:`~agenteval.testing.ScriptedModel`) are therefore never served a reply recorded by an
+earlier run, and write no files into the working directory.
+
+Many processes may read and write one cache at once (the parallel executor forks one child
+per item): the database is in WAL mode with a busy timeout, every statement is its own short
+transaction, and each process opens its own connection lazily. No connection crosses a
+``fork``: the parent closes its connections just before ``os.fork`` (and reopens on next
+use), and a process that finds itself with a different pid opens a new one. A cache that
+cannot be read or written (locked for too long, read-only, corrupt) is logged and bypassed:
+it never fails an item.
+
+Every call made through :func:`complete_cached`, :func:`acomplete_cached` and
+:func:`embed_cached` is accounted to the running item (``current_item().add_judge_call``);
+callers must not account it again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .._context import current_item
+from .._errors import ConfigError
+from .._usage import Usage
+from ._types import Embeddings, Model, ModelRequest, ModelResponse
+
+DEFAULT_CACHE_DIR = Path(".agenteval") / "cache"
+"""Where the cache lives, relative to the working directory, unless configured."""
+
+DB_NAME = "responses.sqlite3"
+"""The SQLite file inside the cache folder."""
+
+_KEY_VERSION = "agenteval-cache-v1"
+_BUSY_TIMEOUT_S = 30.0
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses ("
+    " key TEXT PRIMARY KEY,"
+    " kind TEXT NOT NULL,"
+    " model TEXT NOT NULL,"
+    " value TEXT NOT NULL,"
+    " created_at REAL NOT NULL)"
+)
+
+Validator = Callable[[ModelResponse], bool]
+"""Decides whether a response may be stored (and whether a stored one may be served)."""
+
+log = logging.getLogger("agenteval.cache")
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """The process-wide cache configuration set by :func:`configure_cache`."""
+
+    enabled: bool = False
+    directory: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file these settings point at."""
+        return resolve_directory(self.directory) / DB_NAME
+
+
+_settings = CacheSettings()
+_connections: dict[Path, sqlite3.Connection] = {}
+_abandoned: list[sqlite3.Connection] = []
+_lock = threading.Lock()
+_pid = os.getpid()
+
+
+def configure_cache(enabled: bool = True, directory: Path | str | None = None) -> None:
+    """Turn the response cache on or off for this process (and the children it forks).
+
+    ``agenteval run`` calls it before running anything; call it yourself to cache judge
+    calls in library code. ``directory`` defaults to ``.agenteval/cache`` in the current
+    working directory (resolved now, so a later ``chdir`` does not move it)::
+
+        configure_cache()                          # on, under ./.agenteval/cache
+        configure_cache(directory="/tmp/evals")    # on, elsewhere
+        configure_cache(enabled=False)             # off, as with --no-cache
+    """
+    global _settings
+    _settings = CacheSettings(enabled=enabled, directory=resolve_directory(directory))
+
+
+@contextmanager
+def using_cache(
+    enabled: bool = True, directory: Path | str | None = None
+) -> Iterator[CacheSettings]:
+    """:func:`configure_cache` for the length of a ``with`` block, then the previous settings.
+
+    Use it where the cache should not stay on after a call returns (a runner invoked from a
+    library or a test)::
+
+        with using_cache(directory=tmp_path):
+            judge.evaluate(output)
+    """
+    global _settings
+    previous = _settings
+    configure_cache(enabled, directory)
+    try:
+        yield _settings
+    finally:
+        _settings = previous
+
+
+def cache_settings() -> CacheSettings:
+    """The current cache configuration."""
+    return _settings
+
+
+def resolve_directory(directory: Path | str | None) -> Path:
+    """``directory`` as an absolute path; ``None`` is ``./.agenteval/cache``."""
+    path = Path(directory) if directory is not None else DEFAULT_CACHE_DIR
+    return path.expanduser().absolute()
+
+
+def clear_cache(directory: Path | str | None = None) -> int:
+    """Remove every cached response; return how many were removed.
+
+    Clears the configured cache folder (or ``./.agenteval/cache``) unless ``directory`` is
+    given. Used by ``agenteval cache clear``. A folder with no cache in it gives 0.
+    """
+    if directory is None:
+        directory = _settings.directory
+    path = resolve_directory(directory) / DB_NAME
+    if not path.exists():
+        return 0
+    try:
+        with _connection(path) as conn:
+            removed = conn.execute("DELETE FROM responses").rowcount
+    except sqlite3.Error as exc:
+        _drop(path)
+        raise ConfigError(
+            f"Could not clear the response cache {str(path)!r}: {exc}; "
+            f"delete the folder {str(path.parent)!r} by hand"
+        ) from exc
+    return max(removed, 0)
+
+
+def request_key(model_name: str, request: ModelRequest) -> str:
+    """The cache key of a completion: SHA-256 of the model name and the full request JSON."""
+    return _digest("complete", model_name, request.model_dump_json())
+
+
+def embedding_key(embeddings_name: str, text: str) -> str:
+    """The cache key of one text's embedding."""
+    return _digest("embed", embeddings_name, text)
+
+
+def complete_cached(
+    model: Model, request: ModelRequest, validate: Validator | None = None
+) -> ModelResponse:
+    """``model.complete(request)`` through the cache, accounted to the running item.
+
+    On a hit (the cache is on, the request was seen, and ``validate`` accepts the stored
+    response) no call is made and the response has ``cached=True``. Otherwise the model is
+    called and the response is stored when ``validate`` (default: accept all) returns True.
+    """
+    key = request_key(model.name, request)
+    hit = _lookup(key, validate)
+    if hit is not None:
+        _account(hit)
+        return hit
+    response = model.complete(request)
+    _store(key, "complete", model.name, response, validate)
+    _account(response)
+    return response
+
+
+async def acomplete_cached(
+    model: Model, request: ModelRequest, validate: Validator | None = None
+) -> ModelResponse:
+    """Async :func:`complete_cached`: awaits ``model.acomplete`` on a miss."""
+    key = request_key(model.name, request)
+    hit = _lookup(key, validate)
+    if hit is not None:
+        _account(hit)
+        return hit
+    response = await model.acomplete(request)
+    _store(key, "complete", model.name, response, validate)
+    _account(response)
+    return response
+
+
+def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> list[list[float]]:
+    """``embeddings.embed(texts)`` through the cache, one entry per text.
+
+    The texts not in the cache are embedded together in one call (none when all are
+    cached). The call is accounted to the running item as one (possibly cached) call.
+    """
+    texts = list(texts)
+    if not texts:
+        return []
+    name = embeddings.name
+    keys = [embedding_key(name, t) for t in texts]
+    vectors: list[list[float] | None] = [None] * len(texts)
+    if _settings.enabled:
+        for i, key in enumerate(keys):
+            vectors[i] = _decode_vector(_get(key))
+    missing = [i for i, v in enumerate(vectors) if v is None]
+    if missing:
+        fresh = embeddings.embed([texts[i] for i in missing])
+        if len(fresh) != len(missing):
+            raise ValueError(
+                f"Embeddings {name!r} returned {len(fresh)} vectors for {len(missing)} texts; "
+                f"embed() must return one vector per text"
+            )
+        for i, vector in zip(missing, fresh, strict=True):
+            floats = [float(x) for x in vector]
+            vectors[i] = floats
+            if _settings.enabled:
+                _put(keys[i], "embed", name, _encode_vector(floats))
+    ctx = current_item()
+    if ctx is not None:
+        ctx.add_judge_call(Usage(), cached=not missing, retries=0)
+    return [v for v in vectors if v is not None]
+
+
+def _digest(kind: str, name: str, payload: str) -> str:
+    h = hashlib.sha256()
+    for part in (_KEY_VERSION, kind, name, payload):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _account(response: ModelResponse) -> None:
+    ctx = current_item()
+    if ctx is not None:
+        ctx.add_judge_call(response.usage, cached=response.cached, retries=response.retries)
+
+
+def _lookup(key: str, validate: Validator | None) -> ModelResponse | None:
+    if not _settings.enabled:
+        return None
+    raw = _get(key)
+    if raw is None:
+        return None
+    try:
+        response = ModelResponse.model_validate_json(raw)
+    except ValidationError:
+        log.warning("ignoring an unreadable cache entry %s", key)
+        return None
+    if validate is not None and not validate(response):
+        return None
+    return response.model_copy(update={"cached": True, "retries": 0})
+
+
+def _store(
+    key: str, kind: str, name: str, response: ModelResponse, validate: Validator | None
+) -> None:
+    if not _settings.enabled or (validate is not None and not validate(response)):
+        return
+    clean = response.model_copy(update={"cached": False, "retries": 0})
+    _put(key, kind, name, clean.model_dump_json())
+
+
+def _encode_vector(vector: list[float]) -> str:
+    return "[" + ",".join(repr(x) for x in vector) + "]"
+
+
+def _decode_vector(raw: str | None) -> list[float] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(x, (int, float)) for x in value):
+        return None
+    return [float(x) for x in value]
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """A new connection to ``path``, the file created and in WAL mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# agenteval response cache\n*\n", encoding="utf-8")
+    # Autocommit: each statement is its own short transaction, so writers from many
+    # processes hold the write lock only for the length of one INSERT.
+    conn = sqlite3.connect(
+        path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    try:
+        # Several processes creating the file at once can see "locked" here even with the
+        # busy timeout; journal_mode is stored in the file, so this settles quickly.
+        for attempt in range(20):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 19:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def _connection(path: Path) -> Iterator[sqlite3.Connection]:
+    """This process's connection to ``path`` (opened on first use), held exclusively."""
+    global _pid
+    with _lock:
+        if os.getpid() != _pid:
+            # Forked without os.fork's hooks (so _before_fork did not run): never use or
+            # close a connection inherited from the parent; keep it referenced instead.
+            _abandoned.extend(_connections.values())
+            _connections.clear()
+            _pid = os.getpid()
+        conn = _connections.get(path)
+        if conn is None:
+            conn = _connections[path] = _open(path)
+        yield conn
+
+
+def _close_all() -> None:
+    for conn in _connections.values():
+        conn.close()
+    _connections.clear()
+
+
+def _before_fork() -> None:
+    # No connection may cross a fork (SQLite's rule), so the parent closes its own and
+    # reopens on next use; holding the lock keeps other threads out meanwhile.
+    _lock.acquire()
+    _close_all()
+
+
+def _after_fork_in_parent() -> None:
+    _lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _lock, _pid
+    _lock = threading.Lock()
+    _pid = os.getpid()
+
+
+def close_connections() -> None:
+    """Close this process's cache connections (they reopen on next use)."""
+    with _lock:
+        _close_all()
+
+
+os.register_at_fork(
+    before=_before_fork,
+    after_in_parent=_after_fork_in_parent,
+    after_in_child=_after_fork_in_child,
+)
+atexit.register(close_connections)
+
+
+def _get(key: str) -> str | None:
+    path = _settings.path
+    if not path.exists():
+        return None
+    try:
+        with _connection(path) as conn:
+            row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+    except (sqlite3.Error, OSError) as exc:
+        _drop(path)
+        log.warning("response cache %s could not be read, bypassing it: %s", path, exc)
+        return None
+    return None if row is None else str(row[0])
+
+
+def _put(key: str, kind: str, name: str, value: str) -> None:
+    path = _settings.path
+    try:
+        with _connection(path) as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO responses (key, kind, model, value, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, kind, name, value, time.time()),
+            )
+    except (sqlite3.Error, OSError) as exc:
+        _drop(path)
+        log.warning("response cache %s could not be written, bypassing it: %s", path, exc)
+
+
+def _drop(path: Path) -> None:
+    """Forget (and close) the connection to ``path`` after an error, to retry afresh."""
+    with _lock:
+        conn = _connections.pop(path, None)
+        if conn is not None:
+            conn.close()

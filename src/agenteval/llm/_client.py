@@ -1,0 +1,75 @@
+"""API keys and fork-safe, lazily built SDK clients shared by the provider models."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+from .._errors import ConfigError
+
+NO_KEY = "agenteval-no-key"
+"""Sent to an explicit ``base_url`` when no key is configured: local servers need none."""
+
+
+class _Closable(Protocol):
+    def close(self) -> object: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+def resolve_api_key(api_key: str | None, env_var: str, owner: str, base_url: str | None) -> str:
+    """The key to use: the argument, else ``env_var``, else a dummy one for a custom server.
+
+    Raises:
+        ConfigError: no key is available and no ``base_url`` was given.
+    """
+    key = api_key or os.environ.get(env_var)
+    if key:
+        return key
+    if base_url:
+        return NO_KEY
+    raise ConfigError(f"No API key for {owner}: set {env_var} or pass api_key=")
+
+
+class ForkSafeClient(Generic[C]):
+    """Builds an SDK client on first use and again in every forked child.
+
+    The parallel executor forks one child per item after ``set_up`` built (and maybe used)
+    the model; a child must not share the parent's connection pool, so a client is only
+    reused by the process that built it.
+    """
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._client: C | None = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The process the current client was built in (``None`` before the first use)."""
+        return self._pid if self._client is not None else None
+
+    def get(self) -> C:
+        """The client for this process, built if needed."""
+        pid = os.getpid()
+        if pid != self._pid:
+            # A forked child: the lock may have been held at fork time, and the parent's
+            # client (its sockets) belongs to the parent. Drop both without closing them.
+            self._lock = threading.Lock()
+            self._client = None
+            self._pid = pid
+        with self._lock:
+            if self._client is None:
+                self._client = self._factory()
+            return self._client
+
+    def close(self) -> None:
+        """Close the client if this process built one."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None and self._pid == os.getpid():
+            client.close()

@@ -1,0 +1,109 @@
+"""``OpenAIEmbeddings``: the ``Embeddings`` protocol over the ``openai`` SDK."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ProviderRequestError
+from ._client import ForkSafeClient, resolve_api_key
+from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
+from ._retry import Failure, RetryPolicy, call_with_retries
+
+if TYPE_CHECKING:
+    import openai
+
+_BATCH = 2048  # the API's limit of inputs per request
+
+
+class OpenAIEmbeddings:
+    """An :class:`~agenteval.llm.Embeddings` model over OpenAI's embeddings endpoint.
+
+    Use it with :class:`~agenteval.assertions.StringSimilarity`; ``base_url`` points it at
+    any OpenAI-compatible server (vLLM, Ollama, ...). Transient errors are retried with the
+    same :class:`~agenteval.llm.RetryPolicy` as chat models. Example::
+
+        embeddings = OpenAIEmbeddings("text-embedding-3-small")
+        vectors = embeddings.embed(["refund issued", "money returned"])
+    """
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._model = model
+        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIEmbeddings", self._base_url)
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
+
+    @property
+    def name(self) -> str:
+        """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
+        if self._base_url:
+            return f"openai-compatible:{self._model}@{self._base_url}"
+        return f"openai:{self._model}"
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbeddings({self._model!r})"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order (no request for an empty list)."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            vectors.extend(self._embed_batch(texts[start : start + _BATCH]))
+        return vectors
+
+    def close(self) -> None:
+        """Close the HTTP connections of this process's client."""
+        self._clients.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_clients")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = ForkSafeClient(self._new_client)
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        client = self._clients.get()
+        timeout = self._timeout
+
+        def classify(exc: BaseException) -> Failure | None:
+            return classify_openai_error(exc, timeout)
+
+        response, _ = call_with_retries(
+            lambda: client.embeddings.create(
+                model=self._model, input=texts, encoding_format="float"
+            ),
+            classify=classify,
+            policy=self._retry,
+            label=self.name,
+            secrets=[self._api_key],
+            key_hint=KEY_HINT,
+        )
+        data = sorted(response.data, key=lambda item: item.index)
+        if len(data) != len(texts):
+            raise ProviderRequestError(
+                f"{self.name} returned {len(data)} embeddings for {len(texts)} texts: check "
+                "that the server implements the OpenAI embeddings API"
+            )
+        return [[float(x) for x in item.embedding] for item in data]
+
+    def _new_client(self) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            max_retries=0,
+        )

@@ -1,0 +1,68 @@
+"""Building a model from a ``"provider:name"`` string, and the default models from the env."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .._errors import ConfigError
+from ._anthropic import AnthropicModel
+from ._openai import OpenAIModel
+from ._types import Model
+
+JUDGE_MODEL_ENV = "AGENTEVAL_JUDGE_MODEL"
+AGENT_MODEL_ENV = "AGENTEVAL_AGENT_MODEL"
+_FORMS = "use 'anthropic:MODEL', 'openai:MODEL' or 'openai-compatible:MODEL@http://host:port/v1'"
+_COMPATIBLE = re.compile(r"^(?P<name>.+)@(?P<url>https?://\S+)$")
+
+
+def model(spec: str, **kwargs: Any) -> Model:
+    """Build a model from a spec string; ``kwargs`` go to the model's constructor.
+
+    Use it to pick a model from configuration: ``"anthropic:claude-haiku-4-5"``,
+    ``"openai:gpt-4o-mini"`` or ``"openai-compatible:llama3.1:8b@http://localhost:11434/v1"``
+    (vLLM, Ollama, llama.cpp server, ...). Example::
+
+        judge = model("openai:gpt-4o-mini", timeout=30.0)
+
+    Raises:
+        ConfigError: the spec names no known provider, or no API key is available.
+    """
+    return _build(spec, repr(spec), kwargs)
+
+
+def default_judge_model() -> Model | None:
+    """The model named by ``AGENTEVAL_JUDGE_MODEL``, or ``None`` when it is not set."""
+    return _from_env(JUDGE_MODEL_ENV)
+
+
+def default_agent_model() -> Model | None:
+    """The model named by ``AGENTEVAL_AGENT_MODEL``, or ``None`` when it is not set."""
+    return _from_env(AGENT_MODEL_ENV)
+
+
+def _from_env(variable: str) -> Model | None:
+    spec = os.environ.get(variable, "").strip()
+    if not spec:
+        return None
+    return _build(spec, f"{variable}={spec!r}", {})
+
+
+def _build(spec: str, origin: str, kwargs: dict[str, Any]) -> Model:
+    provider, sep, name = spec.strip().partition(":")
+    name = name.strip()
+    if not sep or not name:
+        raise ConfigError(f"{origin} is not a model spec: {_FORMS}")
+    if provider == "anthropic":
+        return AnthropicModel(name, **kwargs)
+    if provider == "openai":
+        return OpenAIModel(name, **kwargs)
+    if provider == "openai-compatible":
+        match = _COMPATIBLE.match(name)
+        if match is None:
+            raise ConfigError(
+                f"{origin} has no server URL: use 'openai-compatible:MODEL@http://host:port/v1'"
+            )
+        return OpenAIModel(match["name"], base_url=match["url"], **kwargs)
+    raise ConfigError(f"{origin} names unknown provider {provider!r}: {_FORMS}")

@@ -1,0 +1,364 @@
+"""``OpenAIModel``: the ``Model`` protocol over the ``openai`` SDK's chat completions.
+
+Also serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, ...) through
+``base_url``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from .._errors import ProviderRequestError
+from .._usage import Usage
+from ..trajectory._messages import ToolCall
+from ._client import ForkSafeClient, resolve_api_key
+from ._retry import (
+    Classifier,
+    Failure,
+    RetryPolicy,
+    acall_with_retries,
+    call_with_retries,
+    one_line,
+    parse_retry_after,
+    root_cause,
+)
+from ._structured import extract_json_object, json_instruction
+from ._types import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
+
+ENV_KEY = "OPENAI_API_KEY"
+KEY_HINT = f"{ENV_KEY} or the api_key= argument"
+_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
+
+
+class _ResponseFormatRejected(Exception):
+    """The server answered 400 to a request with ``response_format``."""
+
+
+class OpenAIModel:
+    """A :class:`~agenteval.llm.Model` over OpenAI chat completions or a compatible server.
+
+    Use it for OpenAI models, or with ``base_url`` for vLLM, Ollama, llama.cpp server and
+    other OpenAI-compatible endpoints (no key is needed there). The key comes from
+    ``api_key`` or ``OPENAI_API_KEY``. Structured output uses ``response_format`` with a
+    JSON schema; a server that rejects it with a 400 is asked for JSON in the prompt
+    instead, and this model remembers to do so. Example::
+
+        local = OpenAIModel("llama3.1:8b", base_url="http://localhost:11434/v1")
+        reply = local.complete(ModelRequest(messages=[Message.user("Hi")]))
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._model = model
+        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIModel", self._base_url)
+        self._max_tokens = max_tokens
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._json_in_prompt = False
+        self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
+
+    @property
+    def name(self) -> str:
+        """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
+        if self._base_url:
+            return f"openai-compatible:{self._model}@{self._base_url}"
+        return f"openai:{self._model}"
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of this model."""
+        return self._retry
+
+    @property
+    def json_in_prompt(self) -> bool:
+        """Whether structured output is asked for in the prompt (the server rejected it)."""
+        return self._json_in_prompt
+
+    def __repr__(self) -> str:
+        if self._base_url:
+            return f"OpenAIModel({self._model!r}, base_url={self._base_url!r})"
+        return f"OpenAIModel({self._model!r})"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the reply, retrying transient errors."""
+        client = self._clients.get()
+
+        def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
+            def attempt() -> ChatCompletion:
+                return _create(client, params)
+
+            return call_with_retries(
+                attempt,
+                classify=self._classifier(),
+                policy=self._retry,
+                label=self.name,
+                secrets=[self._api_key],
+                key_hint=KEY_HINT,
+            )
+
+        try:
+            completion, retries = send(self._params(request, self._json_in_prompt))
+        except _ResponseFormatRejected:
+            completion, retries = send(self._params(request, json_in_prompt=True))
+            self._json_in_prompt = True
+        return self._to_response(completion, request, retries)
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        """Async form of :meth:`complete`, over the SDK's async client."""
+        # One async client per call: an async connection pool is bound to the event loop
+        # that created it, and callers may run each call in a fresh loop.
+        async with self._new_async_client() as client:
+
+            async def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
+                async def attempt() -> ChatCompletion:
+                    return await _acreate(client, params)
+
+                return await acall_with_retries(
+                    attempt,
+                    classify=self._classifier(),
+                    policy=self._retry,
+                    label=self.name,
+                    secrets=[self._api_key],
+                    key_hint=KEY_HINT,
+                )
+
+            try:
+                completion, retries = await send(self._params(request, self._json_in_prompt))
+            except _ResponseFormatRejected:
+                completion, retries = await send(self._params(request, json_in_prompt=True))
+                self._json_in_prompt = True
+        return self._to_response(completion, request, retries)
+
+    def close(self) -> None:
+        """Close the HTTP connections of this process's client."""
+        self._clients.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_clients")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = ForkSafeClient(self._new_client)
+
+    def _new_client(self) -> openai.OpenAI:
+        import openai
+
+        return openai.OpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            max_retries=0,
+        )
+
+    def _new_async_client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            max_retries=0,
+        )
+
+    def _params(self, request: ModelRequest, json_in_prompt: bool) -> dict[str, Any]:
+        system = request.system or ""
+        if request.json_schema is not None and json_in_prompt:
+            instruction = json_instruction(request.json_schema)
+            system = f"{system}\n\n{instruction}" if system else instruction
+        # OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens);
+        # compatible servers know max_tokens.
+        tokens_key = "max_tokens" if self._base_url else "max_completion_tokens"
+        params: dict[str, Any] = {
+            "model": self._model,
+            "messages": to_openai_messages(request, system),
+            tokens_key: request.max_tokens or self._max_tokens,
+        }
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
+        if request.json_schema is not None and not json_in_prompt:
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.json_schema},
+            }
+        return params
+
+    def _classifier(self) -> Classifier:
+        timeout = self._timeout
+
+        def classify(exc: BaseException) -> Failure | None:
+            return classify_openai_error(exc, timeout)
+
+        return classify
+
+    def _to_response(
+        self, completion: ChatCompletion, request: ModelRequest, retries: int
+    ) -> ModelResponse:
+        if not completion.choices:
+            raise ProviderRequestError(
+                f"{self.name} returned a completion without choices: check that the server "
+                "implements the OpenAI chat completions API"
+            )
+        choice = completion.choices[0]
+        message = choice.message
+        text = message.content or ""
+        calls = [
+            ToolCall(
+                id=call.id, name=call.function.name, inputs=_arguments(call.function.arguments)
+            )
+            for call in message.tool_calls or []
+            if call.type == "function"
+        ]
+        structured = extract_json_object(text) if request.json_schema is not None else None
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            structured=structured,
+            usage=openai_usage(completion.usage),
+            model=completion.model or self._model,
+            stop_reason=choice.finish_reason,
+            retries=retries,
+        )
+
+
+def to_openai_messages(request: ModelRequest, system: str) -> list[dict[str, Any]]:
+    """OpenAI chat ``messages`` for a request, the system prompt first."""
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    for message in request.messages:
+        if message.role in ("system", "user"):
+            messages.append({"role": message.role, "content": message.content})
+        elif message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.inputs)},
+                    }
+                    for call in message.tool_calls
+                ]
+            messages.append(entry)
+        else:
+            content = f"Error: {message.content}" if message.is_error else message.content
+            messages.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": content}
+            )
+    return messages
+
+
+def openai_usage(usage: Any) -> Usage:
+    """Our :class:`Usage` from an OpenAI ``usage`` object (``None`` gives zeros).
+
+    ``input_tokens`` counts uncached input only, as Anthropic reports it: OpenAI's
+    ``prompt_tokens`` include the cached ones.
+    """
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+    written = (getattr(details, "cache_write_tokens", None) or 0) if details else 0
+    prompt = getattr(usage, "prompt_tokens", None) or 0
+    return Usage(
+        input_tokens=max(prompt - cached - written, 0),
+        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    # Models sometimes emit invalid JSON; keep it visible instead of failing the call.
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {"_invalid_json_arguments": raw}
+    return value if isinstance(value, dict) else {"_arguments": value}
+
+
+def _create(client: openai.OpenAI, params: dict[str, Any]) -> ChatCompletion:
+    import openai
+
+    try:
+        completion: ChatCompletion = client.chat.completions.create(**params)
+    except openai.BadRequestError:
+        if "response_format" in params:
+            raise _ResponseFormatRejected() from None
+        raise
+    return completion
+
+
+async def _acreate(client: openai.AsyncOpenAI, params: dict[str, Any]) -> ChatCompletion:
+    import openai
+
+    try:
+        completion: ChatCompletion = await client.chat.completions.create(**params)
+    except openai.BadRequestError:
+        if "response_format" in params:
+            raise _ResponseFormatRejected() from None
+        raise
+    return completion
+
+
+def classify_openai_error(exc: BaseException, timeout: float) -> Failure | None:
+    """Whether an exception from the ``openai`` SDK is worth retrying, and how to report it."""
+    import httpx2
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return _classify_status(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return Failure("transient", f"timed out after {timeout:g}s")
+    if isinstance(exc, openai.APIConnectionError):
+        return Failure("transient", f"connection error: {root_cause(exc)}")
+    if isinstance(exc, httpx2.TimeoutException):
+        return Failure("transient", f"timed out after {timeout:g}s while reading the response")
+    if isinstance(exc, httpx2.TransportError):
+        return Failure("transient", f"connection error: {root_cause(exc)}")
+    return None
+
+
+def _classify_status(exc: openai.APIStatusError) -> Failure:
+    status = exc.status_code
+    body = exc.body
+    raw_message = body.get("message") if isinstance(body, dict) else body
+    message = one_line(str(raw_message or exc.message))
+    label = exc.code or exc.type or "error"
+    summary = f"HTTP {status} {label}: {message}"
+    if exc.code in _QUOTA_CODES or exc.type in _QUOTA_CODES:
+        return Failure("quota", summary)
+    if status in (401, 403):
+        return Failure("auth", summary)
+    if status in (408, 429) or status >= 500:
+        return Failure("transient", summary, parse_retry_after(exc.response.headers))
+    return Failure("request", summary)

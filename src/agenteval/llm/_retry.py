@@ -1,0 +1,250 @@
+"""The one layer that retries provider calls: backoff, ``retry-after``, and fail-fast errors.
+
+The SDKs are built with ``max_retries=0`` so that attempts never multiply; every provider
+call goes through :func:`call_with_retries` (or its async twin). A provider module supplies
+a *classifier* that turns an SDK exception into a :class:`Failure` saying whether the error
+is transient (retry it) or final (auth, request, quota: raise at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypeVar
+
+from .._errors import (
+    ProviderAuthError,
+    ProviderError,
+    ProviderQuotaError,
+    ProviderRequestError,
+    ProviderUnavailableError,
+    UsageError,
+)
+from .._redact import Redactor
+
+T = TypeVar("T")
+
+FailureKind = Literal["transient", "auth", "request", "quota"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient provider errors are retried: attempts, backoff and a total wait budget.
+
+    Retried: HTTP 429 (rate limits), 5xx, Anthropic 529 / ``overloaded_error`` (also inside
+    a 200 stream), timeouts and connection errors. The wait before retry *n* is
+    ``base_delay * 2**(n-1)`` capped at ``max_delay`` (times a random factor in [0.5, 1]
+    with ``jitter``), unless the server sent ``retry-after-ms`` / ``retry-after``, which is
+    honoured (capped at ``max_delay``). Waits never add up to more than ``max_total_wait``.
+    Never retried: 400/401/403/404 and quota errors.
+
+    ``sleep`` / ``async_sleep`` do the waiting; tests inject recorders::
+
+        waits: list[float] = []
+        policy = RetryPolicy(max_attempts=3, sleep=waits.append)
+        assert policy.max_attempts == 3
+    """
+
+    max_attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_total_wait: float = 120.0
+    jitter: bool = True
+    sleep: Callable[[float], object] = field(default=time.sleep, compare=False, repr=False)
+    async_sleep: Callable[[float], Awaitable[object]] = field(
+        default=asyncio.sleep, compare=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise UsageError(
+                f"RetryPolicy(max_attempts={self.max_attempts!r}) is invalid: use 1 or more"
+            )
+        for name in ("base_delay", "max_delay", "max_total_wait"):
+            value = getattr(self, name)
+            if value < 0:
+                raise UsageError(f"RetryPolicy({name}={value!r}) is invalid: use 0 or more")
+
+    def backoff(self, retry: int) -> float:
+        """The wait before retry number ``retry`` (1 for the first) without a server hint."""
+        delay = min(self.max_delay, self.base_delay * 2.0 ** min(retry - 1, 60))
+        if self.jitter:
+            delay *= random.uniform(0.5, 1.0)
+        return delay
+
+    def wait_before(self, retry: int, retry_after: float | None) -> float:
+        """The wait before retry ``retry``: the server's ``retry_after`` if given, else backoff."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        return self.backoff(retry)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a classifier decided about one failed attempt.
+
+    ``summary`` is a short, one-line description of the error (status, type, message) that
+    goes into the final exception message; ``retry_after`` is the server's hint in seconds.
+    """
+
+    kind: FailureKind
+    summary: str
+    retry_after: float | None = None
+
+
+Classifier = Callable[[BaseException], "Failure | None"]
+"""Maps an exception to a :class:`Failure`, or ``None`` for errors that are not the provider's."""
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``retry-after`` (seconds or date)."""
+    if not headers:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(raw)
+    if parsed is None:
+        return None
+    current = time.time() if now is None else now
+    return max(float(email.utils.mktime_tz(parsed)) - current, 0.0)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line, whitespace collapsed, cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def root_cause(exc: BaseException) -> str:
+    """``"Type: message"`` of the innermost cause of ``exc``, on one short line."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return one_line(f"{type(exc).__name__}: {exc}", 160)
+
+
+@dataclass
+class _Attempts:
+    """The state of one retried call: how many retries and how long it waited so far."""
+
+    label: str
+    policy: RetryPolicy
+    redact: Redactor
+    key_hint: str
+    retries: int = 0
+    waited: float = 0.0
+
+    def next_wait(self, failure: Failure) -> float | ProviderError:
+        """The wait before the next attempt, or the final error to raise."""
+        if failure.kind != "transient":
+            return self._final(failure)
+        if self.retries + 1 >= self.policy.max_attempts:
+            return self._exhausted(failure)
+        delay = self.policy.wait_before(self.retries + 1, failure.retry_after)
+        remaining = self.policy.max_total_wait - self.waited
+        if remaining <= 0 and self.policy.max_total_wait > 0:
+            return self._exhausted(failure)
+        delay = min(delay, max(remaining, 0.0))
+        self.retries += 1
+        self.waited += delay
+        return delay
+
+    def _final(self, failure: Failure) -> ProviderError:
+        summary = self.redact(failure.summary)
+        if failure.kind == "auth":
+            return ProviderAuthError(
+                f"{self.label} rejected the credentials ({summary}): check {self.key_hint}; "
+                "authentication errors are not retried"
+            )
+        if failure.kind == "quota":
+            return ProviderQuotaError(
+                f"{self.label} is out of quota ({summary}): add credit or raise the account's "
+                "spend limit; quota errors are not retried"
+            )
+        return ProviderRequestError(
+            f"{self.label} rejected the request ({summary}): check the model name and the "
+            "request; client errors are not retried"
+        )
+
+    def _exhausted(self, failure: Failure) -> ProviderUnavailableError:
+        attempts = self.retries + 1
+        return ProviderUnavailableError(
+            f"{self.label} still failing after {attempts} attempt{'s' if attempts > 1 else ''} "
+            f"and {self.waited:.1f}s of waiting ({self.redact(failure.summary)}): retry later "
+            "or raise RetryPolicy(max_attempts=..., max_total_wait=...)"
+        )
+
+
+def _attempts(
+    label: str, policy: RetryPolicy, secrets: Iterable[str | None], key_hint: str
+) -> _Attempts:
+    return _Attempts(label, policy, Redactor([s for s in secrets if s]), key_hint)
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    *,
+    classify: Classifier,
+    policy: RetryPolicy,
+    label: str,
+    secrets: Iterable[str | None] = (),
+    key_hint: str = "the API key",
+) -> tuple[T, int]:
+    """Run ``call`` until it succeeds, a final error occurs, or the policy gives up.
+
+    Returns the result and the number of retries it took. Exceptions the classifier does
+    not recognise propagate unchanged; provider errors become :class:`ProviderError`
+    subclasses whose messages never contain any of ``secrets``.
+    """
+    state = _attempts(label, policy, secrets, key_hint)
+    while True:
+        try:
+            return call(), state.retries
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            delay = state.next_wait(failure)
+        if isinstance(delay, ProviderError):
+            # Never chain the SDK exception: it carries the request, auth header included.
+            raise delay from None
+        policy.sleep(delay)
+
+
+async def acall_with_retries(
+    call: Callable[[], Awaitable[T]],
+    *,
+    classify: Classifier,
+    policy: RetryPolicy,
+    label: str,
+    secrets: Iterable[str | None] = (),
+    key_hint: str = "the API key",
+) -> tuple[T, int]:
+    """Async form of :func:`call_with_retries` (waits with ``policy.async_sleep``)."""
+    state = _attempts(label, policy, secrets, key_hint)
+    while True:
+        try:
+            return await call(), state.retries
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            delay = state.next_wait(failure)
+        if isinstance(delay, ProviderError):
+            # Never chain the SDK exception: it carries the request, auth header included.
+            raise delay from None
+        await policy.async_sleep(delay)

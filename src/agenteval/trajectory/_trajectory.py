@@ -1,0 +1,541 @@
+"""``Trajectory``: what an agent did during a conversation, ready to be asserted on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agenteval._usage import Usage
+from agenteval.trajectory._messages import Message, Role, ToolCall
+
+SCHEMA_VERSION = 1
+
+_OPENAI_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+}
+
+
+class Trajectory(BaseModel):
+    """The recorded messages of a conversation, with the questions evaluations ask of them.
+
+    Use it to assert on the *path* an agent took — the tools it called, with which
+    arguments, what the approver decided, what it finally said and what it cost — instead
+    of its last reply alone. :meth:`Conversation.run
+    <agenteval.conversation.Conversation.run>` returns one; build one yourself from any chat
+    history with :meth:`from_messages`, :meth:`from_openai` or :meth:`from_anthropic`::
+
+        trajectory = Trajectory.from_openai([
+            {"role": "user", "content": "Where is order 123?"},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "search_orders", "arguments": '{"order_id": "123"}'},
+            }]},
+            {"role": "tool", "tool_call_id": "c1", "content": '{"status": "shipped"}'},
+            {"role": "assistant", "content": "Order 123 has shipped."},
+        ])
+        trajectory.tool_calls("search_orders")[0].inputs   # {'order_id': '123'}
+        trajectory.final_answer()                         # 'Order 123 has shipped.'
+
+    A tool call that appears more than once in the history (the pending snapshot when the
+    agent proposed it, then the final outcome) is reported once, the later snapshot's fields
+    winning. A trajectory is plain JSON (``model_dump_json`` / ``model_validate_json``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    history: list[Message] = Field(default_factory=list)
+
+    # -- building ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_messages(cls, messages: Iterable[Message]) -> Trajectory:
+        """A trajectory over agenteval's neutral :class:`~agenteval.trajectory.Message` list."""
+        history = list(messages)
+        for i, message in enumerate(history):
+            if not isinstance(message, Message):
+                raise TypeError(
+                    f"Trajectory.from_messages: item #{i} is a {type(message).__name__}, "
+                    f"not a Message: use Trajectory.from_openai or from_anthropic for "
+                    f"provider-style dicts"
+                )
+        return cls(history=history)
+
+    @classmethod
+    def from_openai(cls, messages: Iterable[Any]) -> Trajectory:
+        """A trajectory from an OpenAI chat-completions message list.
+
+        Assistant messages carry ``tool_calls`` (``function.arguments`` is a JSON string)
+        and each result is a ``{"role": "tool", "tool_call_id": ...}`` message. Messages
+        may be dicts or SDK objects. OpenAI has no error flag or approval state: an optional
+        ``is_error`` key on a tool message, ``approval`` / ``approval_reason`` keys on a tool
+        call and a ``usage`` key on an assistant message are read when present.
+        """
+        return cls(history=[_from_openai(_plain(m), i) for i, m in enumerate(messages)])
+
+    @classmethod
+    def from_anthropic(cls, messages: Iterable[Any], system: str | None = None) -> Trajectory:
+        """A trajectory from an Anthropic Messages API message list.
+
+        Assistant content blocks ``tool_use`` become tool calls; ``tool_result`` blocks in
+        user messages become tool results (``is_error`` kept). ``system`` (given to the API
+        separately) becomes a leading system message. Messages may be dicts or SDK objects;
+        an optional ``usage`` key on an assistant message and ``approval`` /
+        ``approval_reason`` keys on a ``tool_use`` block are read when present.
+        """
+        history: list[Message] = []
+        if system:
+            history.append(Message(role="system", content=system))
+        for i, message in enumerate(messages):
+            history.extend(_from_anthropic(_plain(message), i))
+        return cls(history=history)
+
+    # -- questions --------------------------------------------------------------------------
+
+    def messages(self) -> list[Message]:
+        """The underlying messages, in order and at full fidelity (a new list)."""
+        return list(self.history)
+
+    def tool_calls(self, name: str | None = None) -> list[ToolCall]:
+        """Every tool call in execution order, merged with its result; optionally one tool's."""
+        calls = _merged_calls(self.history)
+        if name is None:
+            return calls
+        return [call for call in calls if call.name == name]
+
+    def last_tool_call(self, name: str | None = None) -> ToolCall | None:
+        """The most recent tool call (of tool ``name`` if given), or ``None``."""
+        calls = self.tool_calls(name)
+        return calls[-1] if calls else None
+
+    def final_answer(self) -> str:
+        """The text of the agent's last message; ``''`` if there is none.
+
+        A conversation that ended waiting for approval, or on a bare tool call, has no
+        final answer: its last assistant message carries no text.
+        """
+        for message in reversed(self.history):
+            if message.role == "assistant":
+                return message.content
+        return ""
+
+    def user_messages(self) -> list[Message]:
+        """The user side of the conversation (tool results are not user messages)."""
+        return [m for m in self.history if m.role == "user"]
+
+    def assistant_messages(self) -> list[Message]:
+        """The agent's messages: one per step (model call) of its loop."""
+        return [m for m in self.history if m.role == "assistant"]
+
+    def step_count(self) -> int:
+        """Number of agent steps: assistant messages, each one model call."""
+        return len(self.assistant_messages())
+
+    def usage(self) -> Usage:
+        """Token usage of the whole conversation: the sum over every message that has one."""
+        total = Usage()
+        for message in self.history:
+            if message.usage is not None:
+                total = total + message.usage
+        return total
+
+    def has_usage(self) -> bool:
+        """True when at least one message records token usage."""
+        return any(m.usage is not None for m in self.history)
+
+    def turns(self) -> list[Turn]:
+        """The conversation split into user turns, each with its own slice of messages.
+
+        A turn starts at a user message and runs until the next one; messages before the
+        first user message (a system prompt) belong to no turn.
+        """
+        starts = [i for i, m in enumerate(self.history) if m.role == "user"]
+        out: list[Turn] = []
+        for n, start in enumerate(starts):
+            end = starts[n + 1] if n + 1 < len(starts) else len(self.history)
+            out.append(
+                Turn(
+                    index=n,
+                    message=self.history[start].content,
+                    trajectory=Trajectory(history=self.history[start:end]),
+                )
+            )
+        return out
+
+    def with_digested_payloads(self) -> Trajectory:
+        """A copy whose tool payloads are digests: for traces that must not store them verbatim.
+
+        Every tool call's arguments and result, and every tool message's content, become
+        ``{"sha256": ..., "bytes": ..., "shape": ...}`` (the shape shows keys and types, never
+        values). Tool names, call ids and order, error flags and approval decisions stay in
+        the clear, so the trajectory assertions that need no argument values still work.
+        """
+        history = []
+        for message in self.history:
+            update: dict[str, Any] = {}
+            if message.tool_calls:
+                update["tool_calls"] = [
+                    call.model_copy(
+                        update={
+                            "inputs": {"_digest": _digest(call.inputs)},
+                            "result": None if call.result is None else _digest(call.result),
+                        }
+                    )
+                    for call in message.tool_calls
+                ]
+            if message.role == "tool":
+                update["content"] = json.dumps(_digest(message.content), sort_keys=True)
+            history.append(message.model_copy(update=update) if update else message)
+        return Trajectory(history=history)
+
+    def to_transcript(self) -> str:
+        """The conversation as readable text: what LLM judges read.
+
+        Lists every turn, each tool call with its arguments, the approver's decision with its
+        reason, and each tool result (marked when it is an error).
+        """
+        merged = {call.id: call for call in _merged_calls(self.history)}
+        answered = {m.tool_call_id for m in self.history if m.role == "tool"}
+        names = {call.id: call.name for call in merged.values()}
+        shown: set[str] = set()
+        lines: list[str] = []
+        for message in self.history:
+            if message.role == "tool":
+                name = names.get(message.tool_call_id or "", "unknown tool")
+                label = "Tool error" if message.is_error else "Tool result"
+                lines.append(f"{label} [{name}]: {message.content}")
+                continue
+            if message.role != "assistant":
+                lines.append(f"{message.role.capitalize()}: {message.content}")
+                continue
+            if message.content or not message.tool_calls:
+                lines.append(f"Assistant: {message.content}")
+            for snapshot in message.tool_calls:
+                if snapshot.id in shown:  # a later snapshot of a call already shown, merged
+                    continue
+                shown.add(snapshot.id)
+                call = merged.get(snapshot.id, snapshot)
+                lines.append(f"Tool call [{call.name}] {_json(call.inputs)}")
+                if call.approval is not None:
+                    reason = f" (reason: {call.approval_reason})" if call.approval_reason else ""
+                    lines.append(f"Approval [{call.name}]: {call.approval}{reason}")
+                if call.id not in answered and call.result is not None:
+                    label = "Tool error" if call.is_error else "Tool result"
+                    lines.append(f"{label} [{call.name}]: {_text(call.result)}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One user turn and everything the agent did in response to it.
+
+    ``index`` counts from 0, ``message`` is the text the user sent and ``trajectory`` the
+    turn's own slice of the conversation (starting with that user message).
+    """
+
+    index: int
+    message: str
+    trajectory: Trajectory
+
+    def reply(self) -> str:
+        """The agent's last reply in this turn (``''`` if it gave none)."""
+        return self.trajectory.final_answer()
+
+    def tool_calls(self, name: str | None = None) -> list[ToolCall]:
+        """The tool calls made during this turn."""
+        return self.trajectory.tool_calls(name)
+
+
+def as_trajectory(value: object) -> Trajectory | None:
+    """``value`` as a :class:`Trajectory` when it holds a conversation, else ``None``.
+
+    Accepts a ``Trajectory``; an object with a ``to_trajectory()`` method returning one
+    (the hook for your own result objects); anything with a callable ``messages()``
+    returning neutral messages (a :class:`~agenteval.agents.ToolAgent`, any
+    :class:`~agenteval.conversation.ConversationalAgent`, a
+    :class:`~agenteval.conversation.Conversation`); a list of
+    :class:`~agenteval.trajectory.Message` (or one message alone, which holds only its own
+    tool calls); or the JSON form of a trajectory (a dict with ``history``). Strings are text, never paths: they give ``None``, as does anything else.
+    The conversation is read as it stands — nothing is run or continued.
+    """
+    if isinstance(value, Trajectory):
+        return value
+    if value is None or isinstance(value, (str, bytes, bytearray, int, float, bool)):
+        return None
+    to_trajectory = getattr(value, "to_trajectory", None)
+    if callable(to_trajectory):
+        converted = to_trajectory()
+        return converted if isinstance(converted, Trajectory) else None
+    if isinstance(value, Message):
+        # A message alone: only its own tool calls, not the rest of its conversation.
+        return Trajectory(history=[value])
+    if isinstance(value, (list, tuple)):
+        return _from_message_list(value)
+    if isinstance(value, Mapping):
+        if "history" not in value:
+            return None
+        try:
+            return Trajectory.model_validate(value)
+        except ValidationError:
+            return None
+    messages = getattr(value, "messages", None)
+    if callable(messages) and not isinstance(value, type):
+        produced = messages()
+        if isinstance(produced, Trajectory):
+            return produced
+        if isinstance(produced, (list, tuple)):
+            return _from_message_list(produced)
+    return None
+
+
+def _from_message_list(values: Sequence[object]) -> Trajectory | None:
+    if all(isinstance(v, Message) for v in values):
+        return Trajectory(history=[v for v in values if isinstance(v, Message)])
+    return None
+
+
+# -- merging ---------------------------------------------------------------------------------
+
+
+def _merged_calls(history: Sequence[Message]) -> list[ToolCall]:
+    """Tool calls in order of first appearance; later snapshots and results win."""
+    calls: dict[str, ToolCall] = {}
+    for message in history:
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                previous = calls.get(call.id)
+                if previous is None:
+                    calls[call.id] = call
+                else:
+                    update = {field: getattr(call, field) for field in call.model_fields_set}
+                    calls[call.id] = previous.model_copy(update=update)
+        elif message.role == "tool" and message.tool_call_id in calls:
+            key = message.tool_call_id
+            calls[key] = calls[key].model_copy(
+                update={"result": message.content, "is_error": message.is_error}
+            )
+    return list(calls.values())
+
+
+def _digest(value: Any) -> dict[str, Any]:
+    import hashlib
+
+    data = json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr).encode()
+    return {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), "shape": _shape(value)}
+
+
+def _shape(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _shape(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return f"list[{len(value)}]"
+    return type(value).__name__
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else _json(value)
+
+
+# -- provider formats --------------------------------------------------------------------------
+
+
+def _plain(message: Any) -> Any:
+    """An SDK message object (a pydantic model) as a dict; dicts pass through."""
+    dump: Callable[..., Any] | None = getattr(message, "model_dump", None)
+    if dump is not None and not isinstance(message, Mapping):
+        return dump(exclude_none=False)
+    return message
+
+
+def _field(obj: Any, key: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _usage(raw: Any, where: str) -> Usage | None:
+    if raw is None:
+        return None
+    raw = _plain(raw)
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: 'usage' must be an object, got {raw!r}")
+
+    def count(*keys: str) -> int:
+        for key in keys:
+            value = raw.get(key)
+            if isinstance(value, int):
+                return value
+        return 0
+
+    cached = raw.get("prompt_tokens_details")
+    cache_read = count("cache_read_tokens", "cache_read_input_tokens")
+    if not cache_read and isinstance(cached, Mapping):
+        cache_read = cached.get("cached_tokens") or 0
+    return Usage(
+        input_tokens=count("input_tokens", "prompt_tokens"),
+        output_tokens=count("output_tokens", "completion_tokens"),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=count("cache_write_tokens", "cache_creation_input_tokens"),
+    )
+
+
+def _parts_text(content: Any, where: str) -> str:
+    """Text of a content that is a string, ``None`` or a list of typed parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        texts = []
+        for part in content:
+            part = _plain(part)
+            kind = _field(part, "type")
+            if isinstance(part, str):
+                texts.append(part)
+            elif kind in ("text", "input_text", "output_text"):
+                texts.append(str(_field(part, "text", "")))
+            elif kind == "refusal":
+                texts.append(str(_field(part, "refusal", "")))
+            elif kind in ("thinking", "redacted_thinking"):
+                continue
+            else:
+                texts.append(f"[{kind or 'content'}]")
+        return "\n".join(t for t in texts if t)
+    raise ValueError(f"{where}: 'content' must be a string or a list of parts, got {content!r}")
+
+
+def _approval(raw: Any) -> dict[str, Any]:
+    approval = _field(raw, "approval")
+    out: dict[str, Any] = {}
+    if approval is not None:
+        if approval not in ("pending", "approved", "rejected"):
+            raise ValueError(
+                f"tool call {_field(raw, 'id')!r}: approval must be 'pending', 'approved' or "
+                f"'rejected', got {approval!r}"
+            )
+        out["approval"] = approval
+    reason = _field(raw, "approval_reason")
+    if reason is not None:
+        out["approval_reason"] = str(reason)
+    return out
+
+
+def _arguments(raw: Any, where: str) -> dict[str, Any]:
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError:
+            return {"_raw": raw}
+        return parsed if isinstance(parsed, dict) else {"_raw": raw}
+    raise ValueError(f"{where}: 'arguments' must be a JSON string or an object, got {raw!r}")
+
+
+def _from_openai(raw: Any, i: int) -> Message:
+    where = f"Trajectory.from_openai: message #{i}"
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} must be a dict, got {type(raw).__name__}")
+    role = _OPENAI_ROLES.get(str(raw.get("role")))
+    if role is None:
+        raise ValueError(
+            f"{where} has role {raw.get('role')!r}: expected system, developer, user, "
+            f"assistant or tool"
+        )
+    content = _parts_text(raw.get("content"), where)
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise ValueError(f"{where} is a tool result without a 'tool_call_id'")
+        return Message.tool(call_id, content, is_error=bool(raw.get("is_error", False)))
+    if role != "assistant":
+        return Message(role=role, content=content)
+    calls: list[ToolCall] = []
+    for j, call in enumerate(raw.get("tool_calls") or []):
+        call = _plain(call)
+        function = _plain(_field(call, "function")) or {}
+        name = _field(function, "name")
+        if not isinstance(name, str):
+            raise ValueError(f"{where}, tool call #{j} has no function name")
+        fields: dict[str, Any] = {
+            "id": str(_field(call, "id") or f"call_{i}_{j}"),
+            "name": name,
+            "inputs": _arguments(_field(function, "arguments"), f"{where}, tool call #{j}"),
+        }
+        fields.update(_approval(call))
+        calls.append(ToolCall(**fields))
+    legacy = raw.get("function_call")
+    if legacy:
+        legacy = _plain(legacy)
+        calls.append(
+            ToolCall(
+                id=f"call_{i}_function",
+                name=str(_field(legacy, "name")),
+                inputs=_arguments(_field(legacy, "arguments"), where),
+            )
+        )
+    return Message.assistant(content, calls, _usage(raw.get("usage"), where))
+
+
+def _from_anthropic(raw: Any, i: int) -> list[Message]:
+    where = f"Trajectory.from_anthropic: message #{i}"
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} must be a dict, got {type(raw).__name__}")
+    role = raw.get("role")
+    content = raw.get("content")
+    if role not in ("user", "assistant", "system"):
+        raise ValueError(f"{where} has role {role!r}: expected user or assistant (or system)")
+    if isinstance(content, str) or content is None:
+        if role == "assistant":
+            return [Message.assistant(content or "", None, _usage(raw.get("usage"), where))]
+        return [Message(role=role, content=content or "")]
+    if not isinstance(content, Sequence):
+        raise ValueError(f"{where}: 'content' must be a string or a list of blocks")
+    blocks = [_plain(b) for b in content]
+    if role == "assistant":
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for j, block in enumerate(blocks):
+            if _field(block, "type") == "tool_use":
+                fields: dict[str, Any] = {
+                    "id": str(_field(block, "id") or f"toolu_{i}_{j}"),
+                    "name": str(_field(block, "name")),
+                    "inputs": _arguments(_field(block, "input"), f"{where}, block #{j}"),
+                }
+                fields.update(_approval(block))
+                calls.append(ToolCall(**fields))
+            else:
+                texts.append(_parts_text([block], where))
+        text = "\n".join(t for t in texts if t)
+        return [Message.assistant(text, calls, _usage(raw.get("usage"), where))]
+    out: list[Message] = []
+    others = []
+    for block in blocks:
+        if _field(block, "type") == "tool_result":
+            call_id = _field(block, "tool_use_id")
+            if not isinstance(call_id, str):
+                raise ValueError(f"{where}: a tool_result block has no 'tool_use_id'")
+            result = _parts_text(_field(block, "content"), where)
+            out.append(Message.tool(call_id, result, bool(_field(block, "is_error") or False)))
+        else:
+            others.append(block)
+    if others:
+        out.append(Message(role=role, content=_parts_text(others, where)))
+    return out

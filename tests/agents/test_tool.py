@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+import pytest
+
+from agenteval.agents import Tool, ToolArgumentsError, tool
+from agenteval.agents._tool import parse_docstring
+from agenteval.llm._types import ToolSpec
+
+
+class Priority(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+@tool
+def search_orders(
+    order_id: str,
+    limit: int = 5,
+    include_items: bool = False,
+    tags: list[str] | None = None,
+    status: Literal["open", "closed"] = "open",
+    priority: Priority = Priority.LOW,
+    min_total: float | None = None,
+) -> dict[str, object]:
+    """Look up an order by its id.
+
+    Searches the shop database, newest first.
+
+    Args:
+        order_id: The order number,
+            without the leading '#'.
+        limit (int): How many orders to return.
+        include_items: Whether to list the items.
+        tags: Only orders with these tags.
+        status: Only orders in this state.
+        priority: Ticket priority.
+        min_total: Smallest order total.
+
+    Returns:
+        The matching orders.
+    """
+    return {"order_id": order_id, "limit": limit, "priority": priority.value}
+
+
+def test_tool_name_and_description_from_the_function() -> None:
+    assert isinstance(search_orders, Tool)
+    assert search_orders.name == "search_orders"
+    assert search_orders.description == (
+        "Look up an order by its id.\n\nSearches the shop database, newest first."
+    )
+
+
+def test_tool_schema_from_type_hints_and_docstring() -> None:
+    assert search_orders.parameters == {
+        "type": "object",
+        "additionalProperties": False,
+        "$defs": {"Priority": {"enum": ["low", "high"], "type": "string"}},
+        "properties": {
+            "order_id": {
+                "type": "string",
+                "description": "The order number, without the leading '#'.",
+            },
+            "limit": {"type": "integer", "default": 5, "description": "How many orders to return."},
+            "include_items": {
+                "type": "boolean",
+                "default": False,
+                "description": "Whether to list the items.",
+            },
+            "tags": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "default": None,
+                "description": "Only orders with these tags.",
+            },
+            "status": {
+                "type": "string",
+                "enum": ["open", "closed"],
+                "default": "open",
+                "description": "Only orders in this state.",
+            },
+            "priority": {
+                "$ref": "#/$defs/Priority",
+                "default": "low",
+                "description": "Ticket priority.",
+            },
+            "min_total": {
+                "anyOf": [{"type": "number"}, {"type": "null"}],
+                "default": None,
+                "description": "Smallest order total.",
+            },
+        },
+        "required": ["order_id"],
+    }
+
+
+def test_tool_spec_is_what_the_model_sees() -> None:
+    assert search_orders.spec == ToolSpec(
+        name="search_orders",
+        description=search_orders.description,
+        parameters=search_orders.parameters,
+    )
+
+
+def test_tool_stays_callable_as_the_plain_function() -> None:
+    assert search_orders("7", limit=1) == {"order_id": "7", "limit": 1, "priority": "low"}
+
+
+def test_tool_invoke_validates_and_coerces_inputs() -> None:
+    assert search_orders.invoke({"order_id": "7", "limit": "2", "priority": "high"}) == {
+        "order_id": "7",
+        "limit": 2,
+        "priority": "high",
+    }
+
+
+def test_tool_invoke_rejects_bad_inputs() -> None:
+    with pytest.raises(ToolArgumentsError) as info:
+        search_orders.invoke({"limit": "many", "colour": "red"})
+    assert str(info.value) == (
+        "invalid arguments for 'search_orders': order_id: Field required; limit: Input should "
+        "be a valid integer, unable to parse string as an integer; colour: Extra inputs are "
+        "not permitted"
+    )
+
+
+def test_tool_decorator_with_overrides() -> None:
+    @tool(name="lookup", description="Find things.")
+    def find(query: str) -> str:
+        """Ignored summary."""
+        return query
+
+    assert (find.name, find.description) == ("lookup", "Find things.")
+    assert find.parameters["required"] == ["query"]
+
+
+def test_tool_without_docstring_or_parameters() -> None:
+    @tool
+    def ping() -> str:
+        return "pong"
+
+    assert ping.description == ""
+    assert ping.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert ping.invoke({}) == "pong"
+
+
+def test_tool_requires_annotations() -> None:
+    def untyped(order_id):  # type: ignore[no-untyped-def]
+        return order_id
+
+    with pytest.raises(TypeError) as info:
+        tool(untyped)
+    assert str(info.value) == (
+        "@tool 'untyped': parameter 'order_id' needs a type annotation (the JSON schema the "
+        "model sees is built from it)"
+    )
+
+
+def test_tool_rejects_var_args() -> None:
+    def loose(*args: str) -> None:
+        return None
+
+    with pytest.raises(TypeError) as info:
+        tool(loose)
+    assert str(info.value) == (
+        "@tool 'loose': *args cannot be described to a model; list the parameters explicitly"
+    )
+
+
+def test_tool_rejects_async_functions() -> None:
+    async def fetch(url: str) -> str:
+        return url
+
+    with pytest.raises(TypeError) as info:
+        tool(fetch)
+    assert str(info.value) == "@tool 'fetch': async functions are not supported yet; use def"
+
+
+def test_parse_docstring_google_sections() -> None:
+    summary, args = parse_docstring(
+        "Refund an order.\n\nArgs:\n    order_id: Which order.\n    amount: How much,\n"
+        "        in euros.\n\nRaises:\n    ValueError: never.\n"
+    )
+    assert summary == "Refund an order."
+    assert args == {"order_id": "Which order.", "amount": "How much, in euros."}

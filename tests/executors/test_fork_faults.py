@@ -1,0 +1,304 @@
+"""Each fault a child can suffer stays with its own item and never hangs the run.
+
+One CLI run (``--concurrency 16 --timeout 1``) over a dataset whose items say which fault
+to inject; the tests below each check one aspect of that run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+FAULTS_EVALUATOR = """
+import ctypes
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+FAULTS = [
+    "ok-first", "exit3", "sigkill", "segfault", "hang", "ignore-sigterm", "socket-read",
+    "c-code", "local-exception", "system-exit", "keyboard-interrupt", "ok-last",
+]
+
+
+class Faults(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": fault} for fault in FAULTS]
+
+    def run(self, item):
+        fault = item["id"]
+        Path("pids").mkdir(exist_ok=True)
+        Path("pids", fault).write_text(str(os.getpid()))
+        if fault == "exit3":
+            os._exit(3)
+        if fault == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if fault == "segfault":
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            ctypes.string_at(0)
+        if fault == "hang":
+            time.sleep(60)
+        if fault == "ignore-sigterm":
+            signal.signal(signal.SIGTERM, lambda signum, frame: None)
+            time.sleep(60)
+        if fault == "socket-read":
+            server = socket.socket()
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            client = socket.create_connection(server.getsockname())
+            client.recv(1)  # nobody ever answers
+        if fault == "c-code":
+            # SIGTERM blocked, stuck in libc: only SIGKILL ends this
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            ctypes.CDLL(None).sleep(60)
+        if fault == "local-exception":
+            class LocalError(Exception):  # a class defined here cannot be pickled
+                pass
+
+            raise LocalError("cannot cross a process boundary as an object")
+        if fault == "system-exit":
+            sys.exit(4)
+        if fault == "keyboard-interrupt":
+            raise KeyboardInterrupt("raised by the item")
+        return "ok"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("ok"), output)
+"""
+
+# item id -> (status, error type, words the error message must contain)
+EXPECTED: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "exit3": ("crashed", "ChildExited", ("exited with code 3",)),
+    "sigkill": ("crashed", "ChildKilled", ("killed by SIGKILL", "ran out of memory")),
+    "segfault": ("crashed", "ChildKilled", ("killed by SIGSEGV",)),
+    "hang": ("timeout", "Timeout", ("exceeded --timeout 1s", "SIGTERM")),
+    "ignore-sigterm": ("timeout", "Timeout", ("exceeded --timeout 1s", "SIGKILL")),
+    "socket-read": ("timeout", "Timeout", ("exceeded --timeout 1s",)),
+    "c-code": ("timeout", "Timeout", ("exceeded --timeout 1s", "SIGKILL")),
+    "local-exception": (
+        "error",
+        "Faults.run.<locals>.LocalError",
+        ("cannot cross a process boundary as an object",),
+    ),
+    "system-exit": ("error", "SystemExit", ("4",)),
+    "keyboard-interrupt": ("error", "KeyboardInterrupt", ("raised by the item",)),
+}
+ALL_IDS = ["ok-first", *EXPECTED, "ok-last"]
+
+
+@pytest.fixture(scope="module")
+def fault_run(cli_factory: Any) -> dict[str, Any]:
+    cli = cli_factory("faults")
+    cli.write("faults.py", FAULTS_EVALUATOR)
+    result = cli.run("faults.py", "-c", "16", "--timeout", "1", "--no-progress",
+                     "--output-json", "report.json")  # fmt: skip
+    # checked right after the run: nothing of it may still be alive
+    leftovers = [p.pid for p in cli.own_processes()]
+    return {
+        "cli": cli,
+        "result": result,
+        "report": cli.json("report.json"),
+        "leftovers": leftovers,
+    }
+
+
+@pytest.mark.parametrize("fault", list(EXPECTED))
+def test_fork_fault_marks_only_its_item(fault_run: dict[str, Any], fault: str) -> None:
+    status, error_type, words = EXPECTED[fault]
+    (item,) = [i for i in fault_run["cli"].items_of(fault_run["report"]) if i["id"] == fault]
+    assert (item["status"], item["error"]["type"]) == (status, error_type)
+    for word in words:
+        assert word in item["error"]["message"]
+
+
+def test_fork_faults_leave_every_other_item_passed(fault_run: dict[str, Any]) -> None:
+    got = fault_run["cli"].statuses(fault_run["report"])
+    assert got == {"ok-first": "passed", "ok-last": "passed"} | {
+        fault: expected[0] for fault, expected in EXPECTED.items()
+    }
+
+
+def test_fork_faults_exit_2_within_bound(fault_run: dict[str, Any]) -> None:
+    result = fault_run["result"]
+    assert result.returncode == 2, result.stderr
+    # 1 s timeout + 2 s SIGTERM→SIGKILL grace, everything in parallel; generous for noisy CI
+    assert result.elapsed < 20
+
+
+def test_fork_crashes_detected_quickly(fault_run: dict[str, Any]) -> None:
+    items = {i["id"]: i for i in fault_run["cli"].items_of(fault_run["report"])}
+    for fault in ("exit3", "sigkill", "segfault"):
+        assert items[fault]["duration_s"] < 5
+
+
+def test_fork_faults_results_keep_dataset_order(fault_run: dict[str, Any]) -> None:
+    items = fault_run["cli"].items_of(fault_run["report"])
+    assert [i["id"] for i in items] == ALL_IDS
+    assert [i["index"] for i in items] == list(range(len(ALL_IDS)))
+
+
+def test_fork_faults_leave_no_process_behind(fault_run: dict[str, Any]) -> None:
+    cli = fault_run["cli"]
+    pids = cli.pids_in(cli.root / "pids")
+    assert sorted(pids) == sorted(ALL_IDS)
+    assert [name for name, pid in pids.items() if cli.alive(pid)] == []
+    assert fault_run["leftovers"] == []
+
+
+def test_fork_faults_journal_has_one_line_per_item(fault_run: dict[str, Any]) -> None:
+    cli = fault_run["cli"]
+    records = cli.records()
+    assert sorted(r["id"] for r in records) == sorted(ALL_IDS)
+    by_id = {r["id"]: r["status"] for r in records}
+    assert by_id == cli.statuses(fault_run["report"])
+
+
+def test_fork_faults_console_names_each_fault(fault_run: dict[str, Any]) -> None:
+    out = fault_run["result"].stdout
+    assert (
+        "  CRASHED  item 'sigkill' · executor · ChildKilled: the item's process was killed by "
+        "SIGKILL (SIGKILL often means the system ran out of memory)"
+    ) in out
+    assert (
+        "  TIMEOUT  item 'c-code' · executor · Timeout: item exceeded --timeout 1s and was "
+        "stopped with SIGKILL"
+    ) in out
+    assert "ERROR: 12 items, 2 passed, 0 failed, 10 errors" in out
+
+
+THREADS_EVALUATOR = """
+import threading
+import time
+
+from agenteval import BaseEvaluator
+
+
+class Threads(BaseEvaluator):
+    def set_up(self):
+        self.stop = threading.Event()
+        self.worker = threading.Thread(target=self.stop.wait, daemon=True)
+        self.worker.start()
+
+    def get_dataset(self):
+        return [{"id": n} for n in range(4)]
+
+    def run(self, item):
+        # threads started inside the child are fine
+        done = []
+        t = threading.Thread(target=lambda: done.append(item["id"]))
+        t.start()
+        t.join()
+        return done
+
+    def evaluate(self, output, item):
+        assert output == [item["id"]]
+
+    def tear_down(self):
+        self.stop.set()
+"""
+
+
+def test_fork_warns_once_about_threads_in_parent(cli: Any) -> None:
+    cli.write("threads.py", THREADS_EVALUATOR)
+    started = time.monotonic()
+    result = cli.run("threads.py", "-c", "2", "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.monotonic() - started < 20
+    notice = (
+        "notice: 1 other thread(s) were running in the parent when items were forked; fork "
+        "with threads can deadlock — start threads and clients in run(), or use --concurrency 1"
+    )
+    assert result.stdout.count(notice) == 1
+
+
+SUBPROCESS_EVALUATOR = """
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class Spawner(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "hangs"}, {"id": "leaves-one-behind"}, {"id": "ok"}]
+
+    def run(self, item):
+        # an agent CLI run as a subprocess, say: it must not outlive its item
+        helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        Path("pids").mkdir(exist_ok=True)
+        Path("pids", item["id"]).write_text(str(helper.pid))
+        if item["id"] == "hangs":
+            helper.wait()
+        if item["id"] == "ok":
+            helper.kill()
+            helper.wait()
+        return "done"
+
+    def evaluate(self, output, item):
+        assert output == "done"
+"""
+
+
+def test_fork_item_subprocesses_do_not_outlive_their_item(cli: Any) -> None:
+    cli.write("spawner.py", SUBPROCESS_EVALUATOR)
+    result = cli.run("spawner.py", "-c", "3", "--timeout", "1", "--no-progress",
+                     "--output-json", "report.json")  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {
+        "hangs": "timeout",
+        "leaves-one-behind": "passed",
+        "ok": "passed",
+    }
+    helpers = cli.pids_in(cli.root / "pids")
+    assert len(helpers) == 3
+    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in helpers.values()), 2)
+    assert cli.own_processes() == []
+
+
+SIGCHLD_EVALUATOR = """
+import os
+import signal
+
+from agenteval import BaseEvaluator
+
+
+class ReapsEverything(BaseEvaluator):
+    def set_up(self):
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+
+    def get_dataset(self):
+        return [{"id": "ok-1"}, {"id": "exits"}, {"id": "ok-2"}]
+
+    def run(self, item):
+        if item["id"] == "exits":
+            os._exit(9)
+        return "done"
+
+    def evaluate(self, output, item):
+        assert output == "done"
+"""
+
+
+def test_fork_survives_a_parent_that_ignores_sigchld(cli: Any) -> None:
+    cli.write("reaps.py", SIGCHLD_EVALUATOR)
+    result = cli.run("reaps.py", "-c", "2", "--no-progress", "--output-json", "report.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"ok-1": "passed", "exits": "crashed", "ok-2": "passed"}
+    (exits,) = [i for i in cli.items_of(report) if i["id"] == "exits"]
+    assert exits["error"]["message"] == (
+        "the item's process exited before reporting a result (its exit status was "
+        "collected elsewhere: is SIGCHLD ignored?)"
+    )

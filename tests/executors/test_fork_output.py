@@ -1,0 +1,124 @@
+"""What crosses the pipe: unserialisable outputs, truncated outputs, captured stdout/stderr."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+OUTPUT_EVALUATOR = """
+import os
+import socket
+import sys
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import Assertion, AssertionResult, StringStartsWith
+
+
+class Callable_(Assertion):
+    def evaluate(self, actual):
+        return AssertionResult.pass_() if callable(actual) else AssertionResult.fail()
+
+
+class IsSocket(Assertion):
+    def evaluate(self, actual):
+        ok = isinstance(actual, socket.socket)
+        return AssertionResult.pass_() if ok else AssertionResult.fail()
+
+
+class Output(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": kind} for kind in ("lambda", "socket", "big", "small", "chatty", "noisy")]
+
+    def run(self, item):
+        kind = item["id"]
+        if kind == "lambda":
+            return lambda: 42
+        if kind == "socket":
+            return socket.socket()
+        if kind == "big":
+            return "é" * 3000
+        if kind == "chatty":
+            print("printed by chatty")
+            sys.stderr.write("warned by chatty\\n")
+            os.write(1, b"fd-level write by chatty\\n")
+        if kind == "noisy":
+            sys.stdout.write("n" * 200_000)
+        return kind
+
+    def evaluate(self, output, item):
+        kind = item["id"]
+        if kind == "lambda":
+            self.assert_that(Callable_(), output)
+        elif kind == "socket":
+            self.assert_that(IsSocket(), output)
+            output.close()
+        elif kind == "big":
+            self.assert_that(StringStartsWith("é"), output)
+        else:
+            self.assert_that(StringStartsWith(kind), output)
+"""
+
+
+@pytest.fixture(scope="module")
+def output_run(cli_factory: Any) -> Any:
+    cli = cli_factory("output")
+    cli.write("output.py", OUTPUT_EVALUATOR)
+    cli.result = cli.run("output.py", "-c", "3", "--max-output-bytes", "1000", "--no-progress",
+                         "--output-json", "report.json")  # fmt: skip
+    cli.items = {i["id"]: i for i in cli.items_of(cli.json("report.json"))}
+    return cli
+
+
+def test_fork_output_run_passes(output_run: Any) -> None:
+    assert output_run.result.returncode == 0, output_run.result.stdout
+    assert {k: i["status"] for k, i in output_run.items.items()} == dict.fromkeys(
+        ("lambda", "socket", "big", "small", "chatty", "noisy"), "passed"
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "type_name", "assertion"),
+    [("lambda", "builtins.function", "Callable_"), ("socket", "socket.socket", "IsSocket")],
+)
+def test_fork_unserializable_output_keeps_assertions(
+    output_run: Any, kind: str, type_name: str, assertion: str
+) -> None:
+    item = output_run.items[kind]
+    assert item["output"]["unserializable"] == type_name
+    assert set(item["output"]) == {"unserializable", "repr"}
+    assert [(a["name"], a["passed"]) for a in item["assertions"]] == [(assertion, True)]
+
+
+def test_fork_output_above_limit_is_truncated(output_run: Any) -> None:
+    big, small = output_run.items["big"], output_run.items["small"]
+    assert (big["output_truncated"], big["output_size"]) == (True, 6002)
+    assert big["output"] == "é" * 500  # 1000 bytes of 2-byte characters
+    assert (small["output"], small["output_truncated"], small["output_size"]) == (
+        "small",
+        False,
+        None,
+    )
+
+
+def test_fork_child_output_is_captured_per_item(output_run: Any) -> None:
+    chatty = output_run.items["chatty"]
+    assert sorted(chatty["stdout"].splitlines()) == [
+        "fd-level write by chatty",
+        "printed by chatty",
+    ]
+    assert chatty["stderr"] == "warned by chatty\n"
+    assert output_run.items["small"]["stdout"] == ""
+    (record,) = [r for r in output_run.records() if r["id"] == "chatty"]
+    assert (record["stdout"], record["stderr"]) == (chatty["stdout"], chatty["stderr"])
+
+
+def test_fork_child_output_stays_off_the_console(output_run: Any) -> None:
+    console = output_run.result.stdout + output_run.result.stderr
+    assert "by chatty" not in console
+    assert "nnnn" not in console
+
+
+def test_fork_captured_output_is_capped(output_run: Any) -> None:
+    noisy = output_run.items["noisy"]["stdout"]
+    assert noisy == "n" * 65536 + "\n… [134464 more bytes not kept]"

@@ -1,0 +1,479 @@
+"""AnthropicModel through the real ``anthropic`` SDK against FakeProvider."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from agenteval import ConfigError
+from agenteval._errors import (
+    ProviderAuthError,
+    ProviderQuotaError,
+    ProviderRequestError,
+    ProviderUnavailableError,
+)
+from agenteval._usage import Usage
+from agenteval.llm import AnthropicModel, ModelRequest, RetryPolicy, ToolSpec
+from agenteval.testing import FakeProvider
+from agenteval.trajectory._messages import Message, ToolCall
+
+KEY = "sk-ant-test-0123456789abcdef"
+HI = ModelRequest(messages=[Message.user("Hi")])
+SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "number"}, "reasoning": {"type": "string"}},
+    "required": ["score", "reasoning"],
+}
+
+MakeModel = Callable[..., AnthropicModel]
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def make(fake_provider: FakeProvider, waits: list[float]) -> Iterator[MakeModel]:
+    built: list[AnthropicModel] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    def _make(**kwargs: Any) -> AnthropicModel:
+        policy = kwargs.pop("retry", None) or RetryPolicy(
+            jitter=False, sleep=waits.append, async_sleep=record
+        )
+        kwargs.setdefault("api_key", KEY)
+        model = AnthropicModel(
+            "claude-test", base_url=fake_provider.anthropic_base_url, retry=policy, **kwargs
+        )
+        built.append(model)
+        return model
+
+    yield _make
+    for model in built:
+        model.close()
+
+
+def test_anthropic_model_text_reply(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(FakeProvider.text("Hello!"))
+    request = ModelRequest(
+        messages=[Message.user("Hi")], system="Be brief.", max_tokens=50, temperature=0.0
+    )
+
+    reply = make().complete(request)
+
+    assert (reply.text, reply.model, reply.stop_reason, reply.retries) == (
+        "Hello!",
+        "claude-test",
+        "end_turn",
+        0,
+    )
+    body = fake_provider.requests[0].json
+    assert body == {
+        "model": "claude-test",
+        "max_tokens": 50,
+        "system": "Be brief.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        "stream": True,
+    }
+
+
+def test_anthropic_model_sends_the_key_as_a_bearer_token(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add("ok")
+
+    make().complete(HI)
+
+    assert fake_provider.requests[0].api_key == KEY
+
+
+def test_anthropic_model_usage_maps_cache_tokens(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.text(
+            "ok", input_tokens=100, output_tokens=20, cache_read_tokens=30, cache_write_tokens=40
+        )
+    )
+
+    reply = make().complete(HI)
+
+    assert reply.usage == Usage(
+        input_tokens=100, output_tokens=20, cache_read_tokens=30, cache_write_tokens=40
+    )
+
+
+def test_anthropic_model_parses_tool_use_blocks(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.tool_calls(
+            [("search_orders", {"order_id": "123"}), ("refund", {"amount": 5})],
+            text="Let me check.",
+            ids=["toolu_1", "toolu_2"],
+        )
+    )
+    request = ModelRequest(
+        messages=[Message.user("Where is order 123?")],
+        tools=[ToolSpec(name="search_orders", description="Find an order")],
+    )
+
+    reply = make().complete(request)
+
+    assert reply.text == "Let me check."
+    assert reply.stop_reason == "tool_use"
+    assert reply.tool_calls == [
+        ToolCall(id="toolu_1", name="search_orders", inputs={"order_id": "123"}),
+        ToolCall(id="toolu_2", name="refund", inputs={"amount": 5}),
+    ]
+    assert fake_provider.requests[0].json["tools"] == [
+        {
+            "name": "search_orders",
+            "description": "Find an order",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+    ]
+
+
+def test_anthropic_model_sends_tool_calls_and_merged_tool_results(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add("Refunded.")
+    calls = [
+        ToolCall(id="toolu_1", name="search_orders", inputs={"order_id": "123"}),
+        ToolCall(id="toolu_2", name="refund", inputs={"amount": 5}),
+    ]
+    request = ModelRequest(
+        system="You are support.",
+        messages=[
+            Message(role="system", content="Be polite."),
+            Message.user("Refund order 123"),
+            Message.assistant("Checking.", calls),
+            Message.tool("toolu_1", "found"),
+            Message.tool("toolu_2", "card declined", is_error=True),
+            Message.user("Thanks"),
+        ],
+    )
+
+    make().complete(request)
+
+    body = fake_provider.requests[0].json
+    assert body["system"] == "You are support.\n\nBe polite."
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Refund order 123"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "search_orders",
+                    "input": {"order_id": "123"},
+                },
+                {"type": "tool_use", "id": "toolu_2", "name": "refund", "input": {"amount": 5}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "found"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": "card declined",
+                    "is_error": True,
+                },
+                {"type": "text", "text": "Thanks"},
+            ],
+        },
+    ]
+
+
+def test_anthropic_model_structured_output_is_a_forced_tool_call(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.structured({"score": 0.9, "reasoning": "Correct."}))
+    request = ModelRequest(
+        messages=[Message.user("Judge this")], json_schema=SCHEMA, schema_name="verdict"
+    )
+
+    reply = make().complete(request)
+
+    assert reply.structured == {"score": 0.9, "reasoning": "Correct."}
+    assert reply.text == '{"score": 0.9, "reasoning": "Correct."}'
+    assert reply.tool_calls == []
+    body = fake_provider.requests[0].json
+    assert body["tool_choice"] == {"type": "tool", "name": "verdict"}
+    assert body["tools"] == [
+        {
+            "name": "verdict",
+            "description": "Give your answer by calling this tool.",
+            "input_schema": SCHEMA,
+        }
+    ]
+
+
+def test_anthropic_model_structured_request_answered_with_prose_has_no_structured(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add("I think it deserves a 0.9")
+
+    reply = make().complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (reply.text, reply.structured) == ("I think it deserves a 0.9", None)
+
+
+def test_anthropic_model_retries_429s_honouring_retry_after(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(
+        FakeProvider.rate_limited(retry_after=2),
+        FakeProvider.rate_limited(retry_after_ms=250),
+        FakeProvider.rate_limited(),
+        "Finally.",
+    )
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries) == ("Finally.", 3)
+    assert waits == [2.0, 0.25, 2.0]
+    assert len(fake_provider.requests) == 4
+
+
+def test_anthropic_model_honours_retry_after_http_date(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.rate_limited("Thu, 01 Jan 2015 00:00:00 GMT"), "ok")
+
+    reply = make().complete(HI)
+
+    assert (reply.text, waits) == ("ok", [0.0])
+
+
+def test_anthropic_model_waits_for_real_when_told_to(fake_provider: FakeProvider) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after_ms=300), "ok")
+    model = AnthropicModel("claude-test", api_key=KEY, base_url=fake_provider.anthropic_base_url)
+
+    started = time.monotonic()
+    reply = model.complete(HI)
+    elapsed = time.monotonic() - started
+    model.close()
+
+    assert reply.retries == 1
+    assert elapsed >= 0.3
+
+
+def test_anthropic_model_retries_529_overloaded(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.overloaded(), FakeProvider.overloaded(), "ok")
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries, waits) == ("ok", 2, [0.5, 1.0])
+
+
+def test_anthropic_model_retries_an_overloaded_error_inside_a_200_stream(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.stream_error(text="Partial ans"), "Full answer.")
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries) == ("Full answer.", 1)
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_anthropic_model_retries_5xx(
+    fake_provider: FakeProvider, make: MakeModel, status: int
+) -> None:
+    fake_provider.add(FakeProvider.server_error(status), "ok")
+
+    assert make().complete(HI).retries == 1
+
+
+def test_anthropic_model_retries_after_a_timeout(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.hang(), "ok")
+
+    reply = make(timeout=0.3).complete(HI)
+
+    assert (reply.text, reply.retries, waits) == ("ok", 1, [0.5])
+
+
+def test_anthropic_model_retries_a_slow_reply_that_timed_out(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.text("too late").delayed(1.0), "ok")
+
+    reply = make(timeout=0.3).complete(HI)
+
+    assert (reply.text, reply.retries) == ("ok", 1)
+
+
+def test_anthropic_model_retries_a_dropped_connection(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.disconnect(), "ok")
+
+    assert make().complete(HI).retries == 1
+
+
+def test_anthropic_model_gives_up_after_max_attempts(
+    fake_provider: FakeProvider, waits: list[float], make: MakeModel
+) -> None:
+    fake_provider.add(*[FakeProvider.overloaded()] * 4)
+    model = make(retry=RetryPolicy(max_attempts=3, jitter=False, sleep=waits.append))
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        model.complete(HI)
+
+    assert str(info.value) == (
+        "anthropic:claude-test still failing after 3 attempts and 1.5s of waiting "
+        "(HTTP 529 overloaded_error: Overloaded): retry later or raise "
+        "RetryPolicy(max_attempts=..., max_total_wait=...)"
+    )
+    assert len(fake_provider.requests) == 3
+
+
+def test_anthropic_model_fails_fast_on_401_without_leaking_the_key(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.unauthorized(f"invalid x-api-key {KEY}"), "never sent")
+
+    with pytest.raises(ProviderAuthError) as info:
+        make().complete(HI)
+
+    assert str(info.value) == (
+        "anthropic:claude-test rejected the credentials (HTTP 401 authentication_error: "
+        "invalid x-api-key [REDACTED]): check ANTHROPIC_API_KEY or the api_key= argument; "
+        "authentication errors are not retried"
+    )
+    assert KEY not in repr(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert (len(fake_provider.requests), waits) == (1, [])
+
+
+def test_anthropic_model_fails_fast_on_400(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(FakeProvider.error(400, "messages: at least one message is required"))
+
+    with pytest.raises(ProviderRequestError) as info:
+        make().complete(HI)
+
+    assert str(info.value) == (
+        "anthropic:claude-test rejected the request (HTTP 400 invalid_request_error: "
+        "messages: at least one message is required): check the model name and the request; "
+        "client errors are not retried"
+    )
+    assert len(fake_provider.requests) == 1
+
+
+def test_anthropic_model_fails_fast_on_404(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(FakeProvider.error(404, "model: claude-test"))
+
+    with pytest.raises(ProviderRequestError, match="HTTP 404 not_found_error: model: claude-test"):
+        make().complete(HI)
+
+    assert len(fake_provider.requests) == 1
+
+
+def test_anthropic_model_fails_fast_on_a_billing_error(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.quota_exhausted())
+
+    with pytest.raises(ProviderQuotaError) as info:
+        make().complete(HI)
+
+    assert str(info.value) == (
+        "anthropic:claude-test is out of quota (HTTP 402 billing_error: You exceeded your "
+        "current quota): add credit or raise the account's spend limit; quota errors are not "
+        "retried"
+    )
+    assert len(fake_provider.requests) == 1
+
+
+def test_anthropic_model_fails_fast_on_a_spend_limit_429(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.error(429, "Spend limit reached", code="enforced_spend_limit_reached")
+    )
+
+    with pytest.raises(ProviderQuotaError):
+        make().complete(HI)
+
+    assert len(fake_provider.requests) == 1
+
+
+def test_anthropic_model_acomplete_uses_the_async_client_and_retries(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after=1), FakeProvider.tool_call("f", {}))
+
+    reply = asyncio.run(make().acomplete(HI))
+
+    assert (reply.tool_calls[0].name, reply.retries, waits) == ("f", 1, [1.0])
+    assert fake_provider.requests[0].headers["x-stainless-async"] != "false"
+
+
+def test_anthropic_model_acomplete_raises_provider_errors(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.unauthorized())
+
+    with pytest.raises(ProviderAuthError):
+        asyncio.run(make().acomplete(HI))
+
+
+def test_anthropic_model_missing_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    with pytest.raises(ConfigError) as info:
+        AnthropicModel("claude-test")
+
+    assert str(info.value) == (
+        "No API key for AnthropicModel: set ANTHROPIC_API_KEY or pass api_key="
+    )
+
+
+def test_anthropic_model_reads_the_key_from_the_environment(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-123456")
+    fake_provider.add("ok")
+    model = AnthropicModel("claude-test", base_url=fake_provider.anthropic_base_url)
+
+    model.complete(HI)
+    model.close()
+
+    assert fake_provider.requests[0].api_key == "sk-ant-from-env-123456"
+
+
+def test_anthropic_model_name_and_repr_hide_the_key() -> None:
+    model = AnthropicModel("claude-test", api_key=KEY)
+
+    assert (model.name, repr(model)) == ("anthropic:claude-test", "AnthropicModel('claude-test')")
+
+
+def test_anthropic_model_survives_pickling(fake_provider: FakeProvider) -> None:
+    fake_provider.add("one", "two")
+    model = AnthropicModel("claude-test", api_key=KEY, base_url=fake_provider.anthropic_base_url)
+    model.complete(HI)
+    model.close()
+
+    copy = pickle.loads(pickle.dumps(model))
+    reply = copy.complete(HI)
+    copy.close()
+
+    assert reply.text == "two"

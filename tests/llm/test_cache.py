@@ -1,0 +1,365 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenteval._context import enter_item, exit_item
+from agenteval._errors import ConfigError
+from agenteval._usage import Usage
+from agenteval.llm import _cache
+from agenteval.llm._cache import (
+    DB_NAME,
+    acomplete_cached,
+    cache_settings,
+    clear_cache,
+    complete_cached,
+    configure_cache,
+    embed_cached,
+    request_key,
+    using_cache,
+)
+from agenteval.llm._types import ModelRequest, ModelResponse
+from agenteval.testing._scripted import ScriptedModel
+from agenteval.trajectory._messages import Message
+
+
+@pytest.fixture(autouse=True)
+def _pristine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    yield
+    _cache.close_connections()
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "cache"
+    configure_cache(directory=directory)
+    return directory
+
+
+def req(text: str = "Grade this", **kwargs: Any) -> ModelRequest:
+    return ModelRequest(messages=[Message.user(text)], **kwargs)
+
+
+def reply(text: str = "ok", **kwargs: Any) -> ModelResponse:
+    return ModelResponse(
+        text=text, usage=Usage(input_tokens=10, output_tokens=2), model="m", **kwargs
+    )
+
+
+class CountingEmbeddings:
+    def __init__(self, name: str = "fake:embed") -> None:
+        self.calls: list[list[str]] = []
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_cache_is_off_until_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = ScriptedModel(["a", "b"])
+
+    complete_cached(model, req())
+    second = complete_cached(model, req())
+
+    assert cache_settings().enabled is False
+    assert (second.text, second.cached, len(model.requests)) == ("b", False, 2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_configure_cache_defaults_to_agenteval_cache_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    configure_cache()
+    complete_cached(ScriptedModel(["a"]), req())
+
+    assert cache_settings().enabled is True
+    assert cache_settings().directory == tmp_path / ".agenteval" / "cache"
+    assert (tmp_path / ".agenteval" / "cache" / DB_NAME).is_file()
+    assert (tmp_path / ".agenteval" / "cache" / ".gitignore").read_text() == (
+        "# agenteval response cache\n*\n"
+    )
+
+
+def test_complete_cached_hit_makes_no_call_and_is_marked_cached(cache_dir: Path) -> None:
+    model = ScriptedModel([reply("first", retries=3)])
+
+    miss = complete_cached(model, req())
+    hit = complete_cached(model, req())
+
+    assert (miss.text, miss.cached, miss.retries) == ("first", False, 3)
+    assert (hit.text, hit.cached, hit.retries) == ("first", True, 0)
+    assert hit.usage == Usage(input_tokens=10, output_tokens=2)
+    assert len(model.requests) == 1
+
+
+def test_complete_cached_key_covers_the_model_name_and_the_whole_request(cache_dir: Path) -> None:
+    a = ScriptedModel(["a1", "a2", "a3"], name="p:a")
+    b = ScriptedModel(["b1"], name="p:b")
+
+    complete_cached(a, req())
+    complete_cached(a, req(temperature=0.5))
+    complete_cached(a, req(system="Be strict."))
+    other = complete_cached(b, req())
+
+    assert (len(a.requests), other.text, other.cached) == (3, "b1", False)
+    assert request_key("p:a", req()) == request_key("p:a", req())
+    assert request_key("p:a", req()) != request_key("p:b", req())
+
+
+def test_complete_cached_stores_only_validated_responses(cache_dir: Path) -> None:
+    model = ScriptedModel(["bad", "good", "unused"])
+
+    def valid(r: ModelResponse) -> bool:
+        return r.text == "good"
+
+    first = complete_cached(model, req(), valid)
+    second = complete_cached(model, req(), valid)
+    third = complete_cached(model, req(), valid)
+
+    assert [first.text, second.text, third.text] == ["bad", "good", "good"]
+    assert [first.cached, second.cached, third.cached] == [False, False, True]
+    assert model.remaining == 1
+
+
+def test_complete_cached_ignores_a_stored_response_the_validator_now_rejects(
+    cache_dir: Path,
+) -> None:
+    model = ScriptedModel(["old", "new"])
+    complete_cached(model, req())
+
+    response = complete_cached(model, req(), lambda r: r.text != "old")
+
+    assert (response.text, response.cached) == ("new", False)
+
+
+def test_complete_cached_disabled_always_calls_and_writes_nothing(tmp_path: Path) -> None:
+    configure_cache(enabled=False, directory=tmp_path / "cache")
+    model = ScriptedModel(["a", "b"])
+
+    complete_cached(model, req())
+    complete_cached(model, req())
+
+    assert len(model.requests) == 2
+    assert not (tmp_path / "cache").exists()
+
+
+def test_acomplete_cached_hit_makes_no_call(cache_dir: Path) -> None:
+    model = ScriptedModel(["async reply"])
+
+    async def twice() -> tuple[ModelResponse, ModelResponse]:
+        return await acomplete_cached(model, req()), await acomplete_cached(model, req())
+
+    miss, hit = asyncio.run(twice())
+
+    assert (miss.cached, hit.cached, hit.text, len(model.requests)) == (
+        False,
+        True,
+        "async reply",
+        1,
+    )
+
+
+def test_complete_cached_accounts_calls_to_the_running_item(cache_dir: Path) -> None:
+    model = ScriptedModel([reply("x", retries=2)])
+    ctx, token = enter_item()
+    try:
+        complete_cached(model, req())
+        complete_cached(model, req())
+    finally:
+        exit_item(token)
+
+    assert (ctx.judge_calls, ctx.cached_calls, ctx.retries) == (2, 1, 2)
+    assert ctx.judge_usage == Usage(input_tokens=10, output_tokens=2)
+
+
+def test_clear_cache_removes_every_entry_and_counts_them(cache_dir: Path) -> None:
+    model = ScriptedModel(["a", "b", "c"])
+    complete_cached(model, req("one"))
+    complete_cached(model, req("two"))
+    embed_cached(CountingEmbeddings(), ["x", "y"])
+
+    assert clear_cache() == 4
+    assert clear_cache(cache_dir) == 0
+    assert complete_cached(model, req("one")).text == "c"
+
+
+def test_clear_cache_without_a_cache_removes_nothing(tmp_path: Path) -> None:
+    assert clear_cache(tmp_path / "nowhere") == 0
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_clear_cache_on_a_corrupt_file_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
+
+    with pytest.raises(ConfigError) as excinfo:
+        clear_cache(tmp_path)
+
+    assert str(excinfo.value) == (
+        f"Could not clear the response cache {str(tmp_path / DB_NAME)!r}: file is not a "
+        f"database; delete the folder {str(tmp_path)!r} by hand"
+    )
+
+
+def test_corrupt_cache_is_bypassed_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
+    configure_cache(directory=tmp_path)
+    model = ScriptedModel(["a", "b"])
+
+    with caplog.at_level(logging.WARNING, logger="agenteval.cache"):
+        first = complete_cached(model, req())
+        second = complete_cached(model, req())
+
+    assert (first.text, second.text) == ("a", "b")
+    assert "could not be read, bypassing it: file is not a database" in caplog.text
+
+
+def test_embed_cached_embeds_only_the_missing_texts_in_one_call(cache_dir: Path) -> None:
+    embeddings = CountingEmbeddings()
+
+    first = embed_cached(embeddings, ["alpha", "be"])
+    second = embed_cached(embeddings, ["be", "gamma!", "alpha"])
+    third = embed_cached(embeddings, ["alpha"])
+
+    assert first == [[5.0, 1.0], [2.0, 1.0]]
+    assert second == [[2.0, 1.0], [6.0, 1.0], [5.0, 1.0]]
+    assert third == [[5.0, 1.0]]
+    assert embeddings.calls == [["alpha", "be"], ["gamma!"]]
+
+
+def test_embed_cached_key_covers_the_embeddings_name(cache_dir: Path) -> None:
+    small, large = CountingEmbeddings("p:small"), CountingEmbeddings("p:large")
+
+    embed_cached(small, ["text"])
+    embed_cached(large, ["text"])
+
+    assert (small.calls, large.calls) == ([["text"]], [["text"]])
+
+
+def test_embed_cached_accounts_one_call_per_batch(cache_dir: Path) -> None:
+    embeddings = CountingEmbeddings()
+    ctx, token = enter_item()
+    try:
+        embed_cached(embeddings, ["a", "b"])
+        embed_cached(embeddings, ["a"])
+        assert embed_cached(embeddings, []) == []
+    finally:
+        exit_item(token)
+
+    assert (ctx.judge_calls, ctx.cached_calls) == (2, 1)
+
+
+def test_embed_cached_rejects_a_wrong_number_of_vectors() -> None:
+    class Short(CountingEmbeddings):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0]]
+
+    with pytest.raises(ValueError) as excinfo:
+        embed_cached(Short(), ["a", "b"])
+
+    assert str(excinfo.value) == (
+        "Embeddings 'fake:embed' returned 1 vectors for 2 texts; embed() must return one "
+        "vector per text"
+    )
+
+
+def _echo(request: ModelRequest) -> str:
+    return f"reply to {request.messages[0].content}"
+
+
+def _writer(directory: str, worker: int, count: int) -> None:
+    configure_cache(directory=directory)
+    model = ScriptedModel([_echo] * (2 * count))
+    for i in range(count):
+        complete_cached(model, req(f"worker {worker} request {i}"))
+        complete_cached(model, req(f"shared request {i}"))
+    for i in range(count):
+        for text in (f"worker {worker} request {i}", f"shared request {i}"):
+            hit = complete_cached(model, req(text))
+            if not hit.cached or hit.text != f"reply to {text}":
+                raise SystemExit(3)
+
+
+def test_cache_survives_several_processes_writing_at_once(tmp_path: Path) -> None:
+    # The parent uses the cache before forking, as the runner's supervisor may.
+    configure_cache(directory=tmp_path)
+    complete_cached(ScriptedModel(["parent"]), req("parent request"))
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_writer, args=(str(tmp_path), n, 25)) for n in range(4)]
+
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(timeout=60)
+
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        rows = conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    conn.close()
+    assert (rows, mode) == (1 + 4 * 25 + 25, "wal")
+    assert complete_cached(ScriptedModel([]), req("parent request")).text == "parent"
+
+
+def test_cache_closes_its_connections_before_a_fork(tmp_path: Path) -> None:
+    configure_cache(directory=tmp_path)
+    complete_cached(ScriptedModel(["a"]), req())
+    assert len(_cache._connections) == 1
+
+    pid = os.fork()
+    if pid == 0:  # the child: nothing inherited, and the cache still works
+        ok = not _cache._connections and complete_cached(ScriptedModel([]), req()).cached
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _cache._connections == {}
+    assert complete_cached(ScriptedModel([]), req()).cached
+
+
+def test_cache_never_reuses_a_connection_from_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure_cache(directory=tmp_path)
+    complete_cached(ScriptedModel(["a"]), req())
+    inherited = _cache._connections[tmp_path / DB_NAME]
+    monkeypatch.setattr(_cache, "_pid", -1)  # as if forked behind os.fork's back
+
+    hit = complete_cached(ScriptedModel([]), req())
+
+    assert hit.cached
+    assert _cache._connections[tmp_path / DB_NAME] is not inherited
+    assert _cache._abandoned[-1] is inherited
+    _cache._abandoned.remove(inherited)
+    inherited.close()
+
+
+def test_using_cache_restores_the_previous_settings(tmp_path: Path) -> None:
+    model = ScriptedModel(["a", "b"])
+
+    with using_cache(directory=tmp_path) as settings:
+        complete_cached(model, req())
+        hit = complete_cached(model, req())
+    after = complete_cached(model, req())
+
+    assert (settings.enabled, settings.directory) == (True, tmp_path)
+    assert (hit.cached, after.cached, after.text) == (True, False, "b")
+    assert cache_settings() == _cache.CacheSettings()

@@ -1,0 +1,97 @@
+"""OpenAIEmbeddings through the real ``openai`` SDK against FakeProvider."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenteval import ConfigError
+from agenteval._errors import ProviderAuthError, ProviderRequestError
+from agenteval.llm import Embeddings, OpenAIEmbeddings, RetryPolicy
+from agenteval.testing import FakeProvider
+
+KEY = "sk-openai-test-0123456789abcdef"
+
+
+def _embeddings(fake: FakeProvider, waits: list[float] | None = None) -> OpenAIEmbeddings:
+    sleep = waits.append if waits is not None else (lambda _: None)
+    return OpenAIEmbeddings(
+        api_key=KEY, base_url=fake.openai_base_url, retry=RetryPolicy(jitter=False, sleep=sleep)
+    )
+
+
+def test_openai_embeddings_returns_one_vector_per_text(fake_provider: FakeProvider) -> None:
+    fake_provider.add(FakeProvider.embeddings([[1.0, 0.0], [0.5, 0.5]]))
+    embeddings = _embeddings(fake_provider)
+
+    vectors = embeddings.embed(["refund issued", "money returned"])
+    embeddings.close()
+
+    assert vectors == [[1.0, 0.0], [0.5, 0.5]]
+    assert fake_provider.requests[0].path == "/v1/embeddings"
+    assert fake_provider.requests[0].json == {
+        "model": "text-embedding-3-small",
+        "input": ["refund issued", "money returned"],
+        "encoding_format": "float",
+    }
+
+
+def test_openai_embeddings_implements_the_protocol(fake_provider: FakeProvider) -> None:
+    embeddings = _embeddings(fake_provider)
+
+    assert isinstance(embeddings, Embeddings)
+    assert (
+        embeddings.name
+        == f"openai-compatible:text-embedding-3-small@{fake_provider.openai_base_url}"
+    )
+    assert OpenAIEmbeddings(api_key=KEY).name == "openai:text-embedding-3-small"
+
+
+def test_openai_embeddings_of_nothing_makes_no_request(fake_provider: FakeProvider) -> None:
+    assert _embeddings(fake_provider).embed([]) == []
+    assert fake_provider.requests == []
+
+
+def test_openai_embeddings_retries_rate_limits(fake_provider: FakeProvider) -> None:
+    waits: list[float] = []
+    fake_provider.add(FakeProvider.rate_limited(retry_after=1), FakeProvider.embeddings([[1.0]]))
+    embeddings = _embeddings(fake_provider, waits)
+
+    vectors = embeddings.embed(["a"])
+    embeddings.close()
+
+    assert (vectors, waits, len(fake_provider.requests)) == ([[1.0]], [1.0], 2)
+
+
+def test_openai_embeddings_fails_fast_on_401(fake_provider: FakeProvider) -> None:
+    fake_provider.add(FakeProvider.unauthorized(f"bad key {KEY}"))
+
+    with pytest.raises(ProviderAuthError) as info:
+        _embeddings(fake_provider).embed(["a"])
+
+    assert KEY not in str(info.value)
+    assert len(fake_provider.requests) == 1
+
+
+def test_openai_embeddings_count_mismatch_is_an_error(fake_provider: FakeProvider) -> None:
+    fake_provider.add(FakeProvider.embeddings([[1.0]]))
+    embeddings = _embeddings(fake_provider)
+
+    with pytest.raises(ProviderRequestError) as info:
+        embeddings.embed(["a", "b"])
+
+    assert str(info.value) == (
+        f"{embeddings.name} returned 1 embeddings for 2 texts: check that the server "
+        "implements the OpenAI embeddings API"
+    )
+
+
+def test_openai_embeddings_missing_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+    with pytest.raises(ConfigError) as info:
+        OpenAIEmbeddings()
+
+    assert str(info.value) == (
+        "No API key for OpenAIEmbeddings: set OPENAI_API_KEY or pass api_key="
+    )

@@ -1,0 +1,430 @@
+"""OpenAIModel through the real ``openai`` SDK against FakeProvider."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from agenteval import ConfigError
+from agenteval._errors import (
+    ProviderAuthError,
+    ProviderQuotaError,
+    ProviderRequestError,
+    ProviderUnavailableError,
+)
+from agenteval._usage import Usage
+from agenteval.llm import ModelRequest, OpenAIModel, RetryPolicy, ToolSpec
+from agenteval.llm._openai import _arguments, openai_usage
+from agenteval.llm._structured import json_instruction
+from agenteval.testing import FakeProvider
+from agenteval.trajectory._messages import Message, ToolCall
+
+KEY = "sk-openai-test-0123456789abcdef"
+HI = ModelRequest(messages=[Message.user("Hi")])
+SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "number"}, "reasoning": {"type": "string"}},
+    "required": ["score", "reasoning"],
+}
+
+MakeModel = Callable[..., OpenAIModel]
+
+
+@pytest.fixture
+def waits() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def make(fake_provider: FakeProvider, waits: list[float]) -> Iterator[MakeModel]:
+    built: list[OpenAIModel] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    def _make(**kwargs: Any) -> OpenAIModel:
+        policy = kwargs.pop("retry", None) or RetryPolicy(
+            jitter=False, sleep=waits.append, async_sleep=record
+        )
+        kwargs.setdefault("api_key", KEY)
+        model = OpenAIModel(
+            "gpt-test", base_url=fake_provider.openai_base_url, retry=policy, **kwargs
+        )
+        built.append(model)
+        return model
+
+    yield _make
+    for model in built:
+        model.close()
+
+
+def test_openai_model_text_reply(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add("Hello!")
+    request = ModelRequest(
+        messages=[Message.user("Hi")], system="Be brief.", max_tokens=50, temperature=0.2
+    )
+
+    reply = make().complete(request)
+
+    assert (reply.text, reply.model, reply.stop_reason, reply.retries) == (
+        "Hello!",
+        "gpt-test",
+        "stop",
+        0,
+    )
+    assert fake_provider.requests[0].path == "/v1/chat/completions"
+    assert fake_provider.requests[0].json == {
+        "model": "gpt-test",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"},
+        ],
+        "max_tokens": 50,
+        "temperature": 0.2,
+    }
+
+
+def test_openai_model_name_says_openai_compatible_with_a_base_url(make: MakeModel) -> None:
+    model = make()
+
+    assert model.name == f"openai-compatible:gpt-test@{model._base_url}"
+    assert OpenAIModel("gpt-4o-mini", api_key=KEY).name == "openai:gpt-4o-mini"
+
+
+def test_openai_model_asks_openai_for_max_completion_tokens() -> None:
+    params = OpenAIModel("gpt-4o-mini", api_key=KEY)._params(HI, json_in_prompt=False)
+
+    assert (params["max_completion_tokens"], "max_tokens" in params) == (1024, False)
+
+
+def test_openai_model_usage_separates_cached_tokens(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.text("ok", input_tokens=70, output_tokens=20, cache_read_tokens=30)
+    )
+
+    reply = make().complete(HI)
+
+    assert reply.usage == Usage(input_tokens=70, output_tokens=20, cache_read_tokens=30)
+
+
+def test_openai_usage_of_none_is_zero() -> None:
+    assert openai_usage(None) == Usage()
+
+
+def test_openai_model_parses_tool_calls(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(
+        FakeProvider.tool_calls(
+            [("search_orders", {"order_id": "123"}), ("refund", {"amount": 5})],
+            ids=["call_1", "call_2"],
+        )
+    )
+    request = ModelRequest(
+        messages=[Message.user("Where is order 123?")],
+        tools=[ToolSpec(name="search_orders", description="Find an order")],
+    )
+
+    reply = make().complete(request)
+
+    assert (reply.text, reply.stop_reason) == ("", "tool_calls")
+    assert reply.tool_calls == [
+        ToolCall(id="call_1", name="search_orders", inputs={"order_id": "123"}),
+        ToolCall(id="call_2", name="refund", inputs={"amount": 5}),
+    ]
+    assert fake_provider.requests[0].json["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "search_orders",
+                "description": "Find an order",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
+
+
+def test_openai_model_sends_tool_calls_and_tool_results(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add("Refunded.")
+    request = ModelRequest(
+        messages=[
+            Message.user("Refund order 123"),
+            Message.assistant("", [ToolCall(id="call_1", name="refund", inputs={"amount": 5})]),
+            Message.tool("call_1", "card declined", is_error=True),
+        ]
+    )
+
+    make().complete(request)
+
+    assert fake_provider.requests[0].json["messages"] == [
+        {"role": "user", "content": "Refund order 123"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "refund", "arguments": '{"amount": 5}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "Error: card declined"},
+    ]
+
+
+def test_openai_model_structured_output_uses_response_format(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add({"score": 0.4, "reasoning": "Partly right."})
+    request = ModelRequest(
+        messages=[Message.user("Judge")], json_schema=SCHEMA, schema_name="verdict"
+    )
+
+    reply = make().complete(request)
+
+    assert reply.structured == {"score": 0.4, "reasoning": "Partly right."}
+    assert fake_provider.requests[0].json["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "verdict", "schema": SCHEMA},
+    }
+
+
+def test_openai_model_falls_back_to_json_in_the_prompt_and_remembers(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.error(400, "response_format json_schema is not supported"),
+        FakeProvider.text('Sure! {"score": 1, "reasoning": "Exact."} Hope that helps.'),
+        FakeProvider.text('```json\n{"score": 0, "reasoning": "Wrong."}\n```'),
+    )
+    model = make()
+    request = ModelRequest(messages=[Message.user("Judge")], system="Judge.", json_schema=SCHEMA)
+
+    first = model.complete(request)
+    second = model.complete(request)
+
+    assert (first.structured, second.structured) == (
+        {"score": 1, "reasoning": "Exact."},
+        {"score": 0, "reasoning": "Wrong."},
+    )
+    assert (first.retries, model.json_in_prompt) == (0, True)
+    bodies = [r.json for r in fake_provider.requests]
+    assert ["response_format" in b for b in bodies] == [True, False, False]
+    assert bodies[1]["messages"][0] == {
+        "role": "system",
+        "content": "Judge.\n\n" + json_instruction(SCHEMA),
+    }
+
+
+def test_openai_model_fallback_that_fails_too_raises_and_is_not_remembered(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.error(400, "context length exceeded"),
+        FakeProvider.error(400, "context length exceeded"),
+    )
+    model = make()
+
+    with pytest.raises(ProviderRequestError, match="context length exceeded"):
+        model.complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (len(fake_provider.requests), model.json_in_prompt) == (2, False)
+
+
+def test_openai_model_structured_reply_without_json_has_no_structured(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add("no json here")
+
+    reply = make().complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (reply.text, reply.structured) == ("no json here", None)
+
+
+def test_openai_model_retries_429s_honouring_retry_after(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(
+        FakeProvider.rate_limited(retry_after=3),
+        FakeProvider.rate_limited(retry_after_ms=120),
+        FakeProvider.rate_limited(),
+        "Finally.",
+    )
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries, waits) == ("Finally.", 3, [3.0, 0.12, 2.0])
+    assert len(fake_provider.requests) == 4
+
+
+def test_openai_model_caps_retry_after_at_max_delay(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after=600), "ok")
+    model = make(retry=RetryPolicy(max_delay=5, sleep=waits.append))
+
+    model.complete(HI)
+
+    assert waits == [5.0]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_openai_model_retries_5xx(
+    fake_provider: FakeProvider, make: MakeModel, status: int
+) -> None:
+    fake_provider.add(FakeProvider.server_error(status), "ok")
+
+    assert make().complete(HI).retries == 1
+
+
+def test_openai_model_retries_after_a_timeout(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.hang(), "ok")
+
+    reply = make(timeout=0.3).complete(HI)
+
+    assert (reply.text, reply.retries, waits) == ("ok", 1, [0.5])
+
+
+def test_openai_model_retries_a_dropped_connection(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.disconnect(), "ok")
+
+    assert make().complete(HI).retries == 1
+
+
+def test_openai_model_gives_up_after_max_attempts_with_timeouts(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.hang(), FakeProvider.hang())
+    model = make(timeout=0.2, retry=RetryPolicy(max_attempts=2, jitter=False, sleep=waits.append))
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        model.complete(HI)
+
+    assert str(info.value) == (
+        f"{model.name} still failing after 2 attempts and 0.5s of waiting (timed out after "
+        "0.2s): retry later or raise RetryPolicy(max_attempts=..., max_total_wait=...)"
+    )
+
+
+def test_openai_model_fails_fast_on_401_without_leaking_the_key(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(
+        FakeProvider.error(401, f"Incorrect API key provided: {KEY}", code="invalid_api_key")
+    )
+    model = make()
+
+    with pytest.raises(ProviderAuthError) as info:
+        model.complete(HI)
+
+    assert str(info.value) == (
+        f"{model.name} rejected the credentials (HTTP 401 invalid_api_key: Incorrect API key "
+        "provided: [REDACTED]): check OPENAI_API_KEY or the api_key= argument; "
+        "authentication errors are not retried"
+    )
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert (len(fake_provider.requests), waits) == (1, [])
+
+
+def test_openai_model_fails_fast_on_403(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(FakeProvider.error(403, "Project does not have access"))
+
+    with pytest.raises(ProviderAuthError):
+        make().complete(HI)
+
+    assert len(fake_provider.requests) == 1
+
+
+def test_openai_model_fails_fast_on_400(fake_provider: FakeProvider, make: MakeModel) -> None:
+    fake_provider.add(FakeProvider.error(400, "Unsupported value: 'temperature'"))
+    model = make()
+
+    with pytest.raises(ProviderRequestError) as info:
+        model.complete(HI)
+
+    assert str(info.value) == (
+        f"{model.name} rejected the request (HTTP 400 invalid_request_error: Unsupported "
+        "value: 'temperature'): check the model name and the request; client errors are not "
+        "retried"
+    )
+    assert len(fake_provider.requests) == 1
+
+
+def test_openai_model_fails_fast_on_insufficient_quota(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.quota_exhausted())
+    model = make()
+
+    with pytest.raises(ProviderQuotaError) as info:
+        model.complete(HI)
+
+    assert str(info.value) == (
+        f"{model.name} is out of quota (HTTP 429 insufficient_quota: You exceeded your current "
+        "quota): add credit or raise the account's spend limit; quota errors are not retried"
+    )
+    assert len(fake_provider.requests) == 1
+
+
+def test_openai_model_acomplete_uses_the_async_client_and_retries(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after_ms=10), "async hello")
+
+    reply = asyncio.run(make().acomplete(HI))
+
+    assert (reply.text, reply.retries, waits) == ("async hello", 1, [0.01])
+    assert fake_provider.requests[0].headers["x-stainless-async"] != "false"
+
+
+def test_openai_model_acomplete_falls_back_to_json_in_the_prompt(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.error(400, "unknown field response_format"), '{"score": 1}')
+    model = make()
+
+    reply = asyncio.run(
+        model.acomplete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+    )
+
+    assert (reply.structured, model.json_in_prompt) == ({"score": 1}, True)
+
+
+def test_openai_model_missing_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+    with pytest.raises(ConfigError) as info:
+        OpenAIModel("gpt-4o-mini")
+
+    assert str(info.value) == "No API key for OpenAIModel: set OPENAI_API_KEY or pass api_key="
+
+
+def test_openai_model_compatible_server_needs_no_key(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake_provider.add("local reply")
+    model = OpenAIModel("llama3.1:8b", base_url=fake_provider.openai_base_url)
+
+    reply = model.complete(HI)
+    model.close()
+
+    assert reply.text == "local reply"
+    assert fake_provider.requests[0].api_key == "agenteval-no-key"
+
+
+def test_openai_model_keeps_invalid_tool_arguments_visible() -> None:
+    assert _arguments("{not json") == {"_invalid_json_arguments": "{not json"}
+    assert _arguments("") == {}
+    assert _arguments("[1, 2]") == {"_arguments": [1, 2]}

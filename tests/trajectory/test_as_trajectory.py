@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from agenteval.trajectory import Message, ToolCall, Trajectory, as_trajectory
+
+HISTORY = [Message.user("hi"), Message.assistant("hello")]
+
+
+class HistoryAgent:
+    """Stands for any agent exposing its history through messages()."""
+
+    def messages(self) -> list[Message]:
+        return list(HISTORY)
+
+
+class Invoice:
+    """A user object that knows how to present itself as a trajectory."""
+
+    def to_trajectory(self) -> Trajectory:
+        return Trajectory.from_messages(HISTORY)
+
+
+def test_as_trajectory_returns_a_trajectory_unchanged() -> None:
+    trajectory = Trajectory.from_messages(HISTORY)
+    assert as_trajectory(trajectory) is trajectory
+
+
+def test_as_trajectory_reads_an_agent_messages() -> None:
+    converted = as_trajectory(HistoryAgent())
+    assert converted is not None and converted.final_answer() == "hello"
+
+
+def test_as_trajectory_uses_to_trajectory_hook() -> None:
+    converted = as_trajectory(Invoice())
+    assert converted == Trajectory.from_messages(HISTORY)
+
+
+def test_as_trajectory_reads_a_list_of_messages() -> None:
+    assert as_trajectory(HISTORY) == Trajectory(history=HISTORY)
+    assert as_trajectory(tuple(HISTORY)) == Trajectory(history=HISTORY)
+    assert as_trajectory([]) == Trajectory()
+
+
+def test_as_trajectory_of_one_message_holds_only_that_message() -> None:
+    message = Message.assistant("", [ToolCall(id="c", name="lookup")])
+    converted = as_trajectory(message)
+    assert converted is not None and converted.messages() == [message]
+    assert [c.name for c in converted.tool_calls()] == ["lookup"]
+
+
+def test_as_trajectory_reads_the_json_form() -> None:
+    dumped = Trajectory.from_messages(HISTORY).model_dump(mode="json")
+    assert as_trajectory(dumped) == Trajectory.from_messages(HISTORY)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "tests/trajectory/test_as_trajectory.py",
+        "hello",
+        b"bytes",
+        None,
+        3,
+        {"role": "user", "content": "hi"},
+        {"history": "not a list"},
+        [{"role": "user", "content": "hi"}],
+        [Message.user("hi"), "text"],
+        object(),
+        HistoryAgent,
+    ],
+)
+def test_as_trajectory_returns_none_for_what_it_cannot_convert(value: object) -> None:
+    assert as_trajectory(value) is None
+
+
+def test_as_trajectory_never_opens_a_string_as_a_path(tmp_path: object) -> None:
+    trajectory = Trajectory.from_messages(HISTORY)
+    path = tmp_path / "saved.json"  # type: ignore[operator]
+    path.write_text(trajectory.model_dump_json())
+    assert as_trajectory(str(path)) is None
+
+
+def test_as_trajectory_messages_returning_junk_is_none() -> None:
+    class Junk:
+        def messages(self) -> str:
+            return "not messages"
+
+    assert as_trajectory(Junk()) is None
+
+
+def test_trajectory_facade_exports_documented_names() -> None:
+    facade = importlib.import_module("agenteval.trajectory")
+    assert facade.__all__ == sorted(facade.__all__)
+    assert {"Message", "ToolCall", "Trajectory", "Usage"} <= set(facade.__all__)
+    for name in facade.__all__:
+        assert getattr(facade, name).__doc__, name
