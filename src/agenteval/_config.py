@@ -114,12 +114,9 @@ def load_config(path: str | Path | None = None) -> Config:
                 f"{shown}: 'output' must be a list of output drivers, got {type(raw).__name__}"
             )
         outputs = [_driver(e, f"{shown}: output[{i}]") for i, e in enumerate(raw)]
-    prices = namespace.get("prices", {}) or {}
-    if not isinstance(prices, dict):
-        raise ConfigError(
-            f"{shown}: 'prices' must be a dict like "
-            f"{{'gpt-4o-mini': {{'input': 0.15, 'output': 0.6}}}}, got {type(prices).__name__}"
-        )
+    from .llm._pricing import check_prices
+
+    prices = check_prices(namespace.get("prices") or {}, f"{shown}: prices")
     return Config(
         outputs=outputs,
         prices=prices,

@@ -24,14 +24,23 @@ class ItemContext:
     cached_calls: int = 0
     retries: int = 0
 
-    def add_judge_call(self, usage: Usage, *, cached: bool, retries: int) -> None:
-        """Account one judge, simulator or embedding call to this item."""
+    judge_by_model: dict[str, Usage] = field(default_factory=dict)
+
+    def add_judge_call(
+        self, usage: Usage, *, cached: bool, retries: int, model: str = ""
+    ) -> None:
+        """Account one judge, simulator or embedding call to this item.
+
+        A cached call costs nothing; ``model`` (the provider's model name) lets a price
+        table turn judge usage into cost.
+        """
         self.judge_calls += 1
         self.retries += retries
         if cached:
             self.cached_calls += 1
-        else:
+        elif usage:
             self.judge_usage = self.judge_usage + usage
+            self.judge_by_model[model] = self.judge_by_model.get(model, ZERO_USAGE) + usage
 
 
 _current: contextvars.ContextVar[ItemContext | None] = contextvars.ContextVar(

@@ -208,6 +208,7 @@ def build_record(
             judge_calls=ctx.judge_calls,
             cached_calls=ctx.cached_calls,
             retries=ctx.retries,
+            judge_by_model=ctx.judge_by_model,
         ),
     )
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from ._usage import Usage
+from ._usage import ZERO_USAGE, Usage
 
 ItemStatus = Literal["passed", "failed", "error", "timeout", "crashed", "cancelled"]
 """Terminal status of one item run."""
@@ -100,6 +100,7 @@ class ItemUsage(BaseModel):
     judge_calls: int = 0
     cached_calls: int = 0
     retries: int = 0
+    judge_by_model: dict[str, Usage] = Field(default_factory=dict)
 
 
 class ItemResult(BaseModel):
@@ -286,6 +287,7 @@ class SummaryBuilder:
         self._agent = [0, 0, 0, 0]
         self._judge = [0, 0, 0, 0]
         self._calls = [0, 0, 0]
+        self._by_model: dict[str, Usage] = {}
 
     def add(self, item: ItemResult, raw: str | None = None) -> None:
         """Account one item; ``raw`` is its JSON text, kept instead of the model."""
@@ -333,6 +335,8 @@ class SummaryBuilder:
             self._calls[0] += u.judge_calls
             self._calls[1] += u.cached_calls
             self._calls[2] += u.retries
+            for model, used in u.judge_by_model.items():
+                self._by_model[model] = self._by_model.get(model, ZERO_USAGE) + used
 
     def finish(
         self,
@@ -403,11 +407,25 @@ class SummaryBuilder:
             usage=ItemUsage(
                 agent=usage(self._agent), judge=usage(self._judge), judge_calls=self._calls[0],
                 cached_calls=self._calls[1], retries=self._calls[2],
+                judge_by_model=dict(self._by_model),
             ),
             notable_items=sorted(self._notable, key=lambda r: (r.index, r.repeat)),
         )
         summary._records = [r for _, _, r in sorted(self._records, key=lambda t: (t[0], t[1]))]
         return summary
+
+
+class RunCost(BaseModel):
+    """USD spent, from the ``prices`` table of the config (``None`` where no price applies)."""
+
+    agent: float | None = None
+    judge: float | None = None
+    unpriced_models: list[str] = Field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        """Agent plus judge cost (unpriced parts count as 0)."""
+        return (self.agent or 0.0) + (self.judge or 0.0)
 
 
 class RunSummary(BaseModel):
@@ -423,6 +441,7 @@ class RunSummary(BaseModel):
     driver_errors: list[str] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
     run_dir: str | None = None
+    cost: RunCost | None = None
 
     @property
     def total(self) -> int:
@@ -460,11 +479,15 @@ class RunSummary(BaseModel):
         total = ItemUsage()
         for e in self.evaluators:
             u = e.usage
+            by_model = dict(total.judge_by_model)
+            for model, used in u.judge_by_model.items():
+                by_model[model] = by_model.get(model, ZERO_USAGE) + used
             total = ItemUsage(
                 agent=total.agent + u.agent,
                 judge=total.judge + u.judge,
                 judge_calls=total.judge_calls + u.judge_calls,
                 cached_calls=total.cached_calls + u.cached_calls,
                 retries=total.retries + u.retries,
+                judge_by_model=by_model,
             )
         return total

@@ -41,6 +41,7 @@ from ._results import (
     ErrorInfo,
     EvaluatorSummary,
     ItemResult,
+    RunCost,
     RunSummary,
     Stage,
     SummaryBuilder,
@@ -572,6 +573,8 @@ def run_evaluations(
         notices=list(notices),
         run_dir=str(jr.dir) if jr else None,
     )
+    if cfg.prices:
+        summary.cost = _cost(summary, cfg.prices)
     code = _exit_code(
         run.summaries,
         min_success_rate=min_success_rate,
@@ -598,6 +601,23 @@ def _apply_console_flags(
                 driver.verbose = verbose
             if progress is not None:
                 driver.progress = progress
+
+
+def _cost(summary: RunSummary, prices: dict[str, dict[str, float]]) -> RunCost:
+    """Price judge usage per model, and agent usage with the table's ``agent`` entry."""
+    from .llm._pricing import cost_of
+
+    usage = summary.usage
+    judge: float | None = None
+    unpriced = []
+    for model, used in sorted(usage.judge_by_model.items()):
+        value = cost_of(used, model, prices)
+        if value is None:
+            unpriced.append(model or "<unnamed model>")
+        else:
+            judge = (judge or 0.0) + value
+    agent = cost_of(usage.agent, "agent", prices) if usage.agent else None
+    return RunCost(agent=agent, judge=judge, unpriced_models=unpriced)
 
 
 def _record_datasets(jr: Journal, states: list[_EvaluatorState]) -> None:

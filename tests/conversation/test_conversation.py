@@ -12,6 +12,7 @@ from agenteval.conversation import (
     ApprovalRequest,
     Conversation,
     ConversationalAgent,
+    SimulatedTurn,
     UserSimulator,
 )
 from agenteval.conversation._protocol import Decision
@@ -372,4 +373,33 @@ def test_conversation_stuck_agent_is_an_error() -> None:
         ).run()
     assert str(info.value) == (
         "Conversation: the agent suspended 100 times in turn #1 without finishing: it looks stuck"
+    )
+
+
+def test_conversation_with_user_accepts_any_next_turn_object() -> None:
+    class RuleBasedUser:
+        def __init__(self) -> None:
+            self.said = 0
+
+        def next_turn(self, trajectory: Trajectory) -> SimulatedTurn:
+            self.said += 1
+            if trajectory.final_answer().endswith("?"):
+                return SimulatedTurn("send", "yes")
+            if self.said > 1:
+                return SimulatedTurn("stop", reason="answered")
+            return SimulatedTurn("send", "hi")
+
+    agent = ToolAgent(ScriptedModel(["Want a refund?", "Done."]))
+    conversation = Conversation.make(agent).with_user(RuleBasedUser(), max_turns=5)  # type: ignore[arg-type]
+    trajectory = conversation.run()
+    assert [m.content for m in trajectory.user_messages()] == ["hi", "yes"]
+    assert conversation.stop_reason == "answered"
+
+
+def test_conversation_with_user_rejects_other_objects() -> None:
+    with pytest.raises(UsageError) as info:
+        Conversation.make(ToolAgent(ScriptedModel([]))).with_user("a user", max_turns=2)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "Conversation.with_user: expected a UserSimulator (or an object with "
+        "next_turn(trajectory)), got str"
     )

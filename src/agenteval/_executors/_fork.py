@@ -394,13 +394,13 @@ class ForkExecutor(Executor):
                     message="the run was interrupted and the item did not finish within the grace period",
                 )
                 status = "cancelled"
-            elif child.lost:
-                kind, message = "ChildExited", (
-                    "the item's process exited before reporting a result (its exit status "
-                    "was collected elsewhere: is SIGCHLD ignored?)"
-                )
             else:
                 kind, message = _describe_exit(child.status)
+                if child.lost:
+                    message = (
+                        "the item's process exited before reporting a result (its exit "
+                        "status was collected elsewhere: is SIGCHLD ignored?)"
+                    )
                 error = ErrorInfo(stage="executor", type=kind, message=message)
                 status = "crashed"
             record = _error_record(child.task, error, duration, status)

@@ -100,15 +100,18 @@ class Conversation:
 
         Replaces :meth:`with_turns`. Reaching ``max_turns`` ends the conversation normally;
         whether an unfinished conversation is a failure is for your assertions to judge.
+        Any object with ``next_turn(trajectory) -> SimulatedTurn`` can play the user (a
+        rule-based user, say).
         """
         if self._turns is not None:
             raise UsageError(
                 "Conversation.with_user: this conversation already has scripted turns "
                 "(with_turns): a conversation is either scripted or simulated, not both"
             )
-        if not isinstance(simulator, UserSimulator):
+        if not callable(getattr(simulator, "next_turn", None)):
             raise UsageError(
-                f"Conversation.with_user: expected a UserSimulator, got {type(simulator).__name__}"
+                f"Conversation.with_user: expected a UserSimulator (or an object with "
+                f"next_turn(trajectory)), got {type(simulator).__name__}"
             )
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
             raise UsageError(

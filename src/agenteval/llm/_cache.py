@@ -251,7 +251,9 @@ def _digest(kind: str, name: str, payload: str) -> str:
 def _account(response: ModelResponse) -> None:
     ctx = current_item()
     if ctx is not None:
-        ctx.add_judge_call(response.usage, cached=response.cached, retries=response.retries)
+        ctx.add_judge_call(
+            response.usage, cached=response.cached, retries=response.retries, model=response.model
+        )
 
 
 def _lookup(key: str, validate: Validator | None) -> ModelResponse | None:

@@ -261,6 +261,15 @@ class ConsoleOutput(OutputDriver):
         u = run.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"tokens: {_usage_text(u)}", "dim"))
+        if run.cost is not None:
+            parts_ = [f"${run.cost.total:.4f}"]
+            if run.cost.agent is not None:
+                parts_.append(f"agent ${run.cost.agent:.4f}")
+            if run.cost.judge is not None:
+                parts_.append(f"judge ${run.cost.judge:.4f}")
+            if run.cost.unpriced_models:
+                parts_.append(f"no price for {', '.join(run.cost.unpriced_models)}")
+            lines.append((f"cost: {' · '.join(parts_)}", "dim"))
         lines.append(
             (
                 f"{word}: {run.total} items, {', '.join(parts)} · success rate "
