@@ -226,6 +226,7 @@ class EvaluatorSummary(BaseModel):
     soft_failures: int = 0
     usage: ItemUsage = Field(default_factory=ItemUsage)
     notable_items: list[ItemResult] = Field(default_factory=list)
+    complete: bool = True
     _records: list[ItemResult | str] = PrivateAttr(default_factory=list)
 
     @property
@@ -349,8 +350,9 @@ class SummaryBuilder:
         tags: Sequence[str] = (),
         error: ErrorInfo | None = None,
         skip_reason: str | None = None,
+        complete: bool = True,
     ) -> EvaluatorSummary:
-        """The summary of everything added so far."""
+        """The summary of everything added so far (``complete=False``: interrupted)."""
         counts = self._counts
         total = len(self._records)
         if error is not None:
@@ -410,6 +412,7 @@ class SummaryBuilder:
                 judge_by_model=dict(self._by_model),
             ),
             notable_items=sorted(self._notable, key=lambda r: (r.index, r.repeat)),
+            complete=complete,
         )
         summary._records = [r for _, _, r in sorted(self._records, key=lambda t: (t[0], t[1]))]
         return summary

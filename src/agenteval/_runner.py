@@ -72,6 +72,7 @@ class _EvaluatorState:
     ended: float = 0.0
     datasets: dict[str, str | None] = field(default_factory=dict)
     ready: bool = False
+    complete: bool = True
 
 
 class _Drivers:
@@ -294,6 +295,7 @@ class _Run:
             else 0.0,
             error=state.error,
             skip_reason=state.skip_reason,
+            complete=state.complete,
         )
 
     def _flush(self) -> None:
@@ -308,6 +310,7 @@ class _Run:
         for state in self.states:
             if state.started and not state.finalised:
                 state.finalised = True
+                state.complete = False
                 state.ended = time.perf_counter()
         self._flush()
 
@@ -517,12 +520,9 @@ def run_evaluations(
         jr = Journal.reopen(run_dir)
         if not force:
             _check_unchanged(jr.manifest, specs)
-        keep = (
-            (lambda r: r.status not in ERROR_STATUSES and r.status != "cancelled")
-            if retry_errors
-            else (lambda r: r.status != "cancelled")
-        )
-        previous = {k: r for k, r in latest_records(run_dir).items() if keep(r)}
+        # a record counts as done unless it was cancelled (or, retrying, it errored)
+        redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
+        previous = {k: r for k, r in latest_records(run_dir).items() if r.status not in redo}
         run_id = jr.manifest.get("run_id", run_dir.name)
         resumed = True
     else:

@@ -21,8 +21,12 @@ def test_llm_facade_exports_exactly_its_names() -> None:
         "OpenAIModel",
         "RetryPolicy",
         "ToolSpec",
+        "clear_cache",
+        "configure_cache",
+        "default_agent_model",
         "default_judge_model",
         "model",
+        "using_cache",
     ]
 
 

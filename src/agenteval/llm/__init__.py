@@ -4,8 +4,9 @@ Provider SDKs are imported only when a model is built, so importing this module 
 """
 
 from ._anthropic import AnthropicModel
+from ._cache import clear_cache, configure_cache, using_cache
 from ._embeddings import OpenAIEmbeddings
-from ._factory import default_judge_model, model
+from ._factory import default_agent_model, default_judge_model, model
 from ._openai import OpenAIModel
 from ._retry import RetryPolicy
 from ._types import Embeddings, Model, ModelRequest, ModelResponse, ToolSpec
@@ -20,6 +21,10 @@ __all__ = [
     "OpenAIModel",
     "RetryPolicy",
     "ToolSpec",
+    "clear_cache",
+    "configure_cache",
+    "default_agent_model",
     "default_judge_model",
     "model",
+    "using_cache",
 ]

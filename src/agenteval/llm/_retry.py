@@ -164,28 +164,37 @@ class _Attempts:
         return delay
 
     def _final(self, failure: Failure) -> ProviderError:
-        summary = self.redact(failure.summary)
+        summary = failure.summary
         if failure.kind == "auth":
             return ProviderAuthError(
-                f"{self.label} rejected the credentials ({summary}): check {self.key_hint}; "
-                "authentication errors are not retried"
+                self.redact(
+                    f"{self.label} rejected the credentials ({summary}): check {self.key_hint}; "
+                    "authentication errors are not retried"
+                )
             )
         if failure.kind == "quota":
             return ProviderQuotaError(
-                f"{self.label} is out of quota ({summary}): add credit or raise the account's "
-                "spend limit; quota errors are not retried"
+                self.redact(
+                    f"{self.label} is out of quota ({summary}): add credit or raise the "
+                    "account's spend limit; quota errors are not retried"
+                )
             )
         return ProviderRequestError(
-            f"{self.label} rejected the request ({summary}): check the model name and the "
-            "request; client errors are not retried"
+            self.redact(
+                f"{self.label} rejected the request ({summary}): check the model name and the "
+                "request; client errors are not retried"
+            )
         )
 
     def _exhausted(self, failure: Failure) -> ProviderUnavailableError:
         attempts = self.retries + 1
         return ProviderUnavailableError(
-            f"{self.label} still failing after {attempts} attempt{'s' if attempts > 1 else ''} "
-            f"and {self.waited:.1f}s of waiting ({self.redact(failure.summary)}): retry later "
-            "or raise RetryPolicy(max_attempts=..., max_total_wait=...)"
+            self.redact(
+                f"{self.label} still failing after {attempts} "
+                f"attempt{'s' if attempts > 1 else ''} and {self.waited:.1f}s of waiting "
+                f"({failure.summary}): retry later or raise "
+                "RetryPolicy(max_attempts=..., max_total_wait=...)"
+            )
         )
 
 

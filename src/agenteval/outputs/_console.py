@@ -173,6 +173,8 @@ class ConsoleOutput(OutputDriver):
                 lines.extend(
                     (f"    {safe(t)}", "dim") for t in s.error.traceback.rstrip().splitlines()
                 )
+        if not s.complete:
+            lines.append(("  interrupted: not every item of this evaluator ran", "yellow"))
         counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errors"
         if s.cancelled:
             counts += f", {s.cancelled} cancelled"
