@@ -8,11 +8,15 @@ every assertion call site must fail under at least one of them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -26,6 +30,7 @@ import yaml
 from agenteval import BaseEvaluator, RunSummary, run_evaluations
 from cli_support import CliResult
 
+AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
 ROOT = Path(__file__).resolve().parent.parent
 EVALUATORS = ROOT / "evaluators"
 DATASETS = EVALUATORS / "datasets"
@@ -61,26 +66,46 @@ def _dataset_ids(name: str) -> list[str]:
 # -- the main command, as the README runs it ------------------------------------------------
 
 
-def test_examples_main_command_passes_offline(cli: Cli, tmp_path: Path) -> None:
-    config = tmp_path / "console_only.py"
+@pytest.fixture(scope="module")
+def main_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[CliResult, dict[str, Any]]:
+    """``agenteval run evaluators/`` from the repo root, once, with its outputs in a temp dir."""
+    tmp = tmp_path_factory.mktemp("main")
+    config = tmp / "console_only.py"
     config.write_text(
         "from agenteval.outputs import ConsoleOutput\noutput = [ConsoleOutput]\n", encoding="utf-8"
     )
-    report = tmp_path / "results.json"
-    offline = {"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": "", "HTTPS_PROXY": "http://127.0.0.1:9"}
-    result = cli(
-        "run",
-        "evaluators/",
-        "--config",
-        str(config),
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        "--output-json",
-        str(report),
-        "--no-progress",
+    report = tmp / "results.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+    # offline: no API key, and any HTTP(S) request would go to a closed port
+    env.update({"OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": "", "HTTPS_PROXY": "http://127.0.0.1:9"})
+    proc = subprocess.run(
+        [
+            AGENTEVAL,
+            "run",
+            "evaluators/",
+            "--config",
+            str(config),
+            "--runs-dir",
+            str(tmp / "runs"),
+            "--output-json",
+            str(report),
+            "--no-progress",
+        ],
         cwd=ROOT,
-        env=offline,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
+    result = CliResult(proc)
+    document = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+    return result, document
+
+
+def test_examples_main_command_passes_offline(
+    main_run: tuple[CliResult, dict[str, Any]],
+) -> None:
+    result, document = main_run
 
     assert result.code == 0, result
     for file, (_, name, _) in EXAMPLES.items():
@@ -88,7 +113,6 @@ def test_examples_main_command_passes_offline(cli: Cli, tmp_path: Path) -> None:
     assert result.lines[-1].startswith("PASSED: ")
     assert result.lines[-1].endswith(" · exit 0")
 
-    document = json.loads(report.read_text(encoding="utf-8"))
     assert document["schema_version"] == 1
     assert document["run"]["exit_code"] == 0
     by_file = {ev["file"]: ev for ev in document["evaluators"]}
@@ -135,24 +159,13 @@ def test_examples_readme_command_in_a_copy_writes_json_and_sqlite(cli: Cli, tmp_
     assert sorted(evaluators) == sorted((ev["name"], ev["status"]) for ev in document["evaluators"])
 
 
-def test_examples_order_lookup_output_is_the_json_api_document(cli: Cli, tmp_path: Path) -> None:
-    report = tmp_path / "results.json"
-    config = tmp_path / "quiet.py"
-    config.write_text("output = []\n", encoding="utf-8")
-    result = cli(
-        "run",
-        "evaluators/order_lookup_evaluator.py",
-        "--config",
-        str(config),
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        "--output-json",
-        str(report),
-        cwd=ROOT,
-    )
-
-    assert result.code == 0, result
-    (ev,) = json.loads(report.read_text(encoding="utf-8"))["evaluators"]
+def test_examples_order_lookup_output_is_the_json_api_document(
+    main_run: tuple[CliResult, dict[str, Any]],
+) -> None:
+    _, document = main_run
+    (ev,) = [
+        e for e in document["evaluators"] if e["file"] == "evaluators/order_lookup_evaluator.py"
+    ]
     first = ev["items"][0]
     assert first["input"]["input"] == "Where is my order A1001?"
     assert json.loads(first["output"]) == {
@@ -240,6 +253,7 @@ def test_examples_evaluation_py_example_loads_with_prices(
     assert isinstance(config.outputs[0], ConsoleOutput)
     assert isinstance(config.outputs[1], JsonOutput)
     assert check_prices(config.prices) == {
+        "agent": {"input": 3.00, "output": 15.00},
         "claude-3-5-haiku-latest": {"input": 0.80, "output": 4.00},
         "openai:gpt-4o-mini": {"input": 0.15, "output": 0.60, "cache_read": 0.075},
     }
@@ -258,9 +272,11 @@ def _import(path: Path) -> ModuleType:
 
 
 @pytest.fixture
-def examples(isolated_imports: None) -> list[type[BaseEvaluator]]:
+def examples(isolated_imports: None, monkeypatch: pytest.MonkeyPatch) -> list[type[BaseEvaluator]]:
     """The example evaluator classes, imported as agenteval's discovery would."""
     sys.path.insert(0, str(EVALUATORS))
+    for helper in ("_support_desk", "_checks", "_drivers"):  # fresh, from evaluators/
+        monkeypatch.delitem(sys.modules, helper, raising=False)
     return [getattr(_import(EVALUATORS / file), cls) for file, (cls, _, _) in EXAMPLES.items()]
 
 
@@ -500,3 +516,74 @@ def test_examples_sqlite_output_writes_one_row_per_run_evaluator_and_item(
         ("bad", 1, "failed", 0.0, "StringContains: Expected 'NOPE' to contain 'refund'"),
         ("2", 2, "error", None, "run: AttributeError: 'NoneType' object has no attribute 'upper'"),
     ]
+
+
+# -- the getting-started tutorial ------------------------------------------------------------
+
+GETTING_STARTED = ROOT / "docs" / "getting-started.md"
+_FILE_BLOCK = re.compile(r"<!-- file: (\S+) -->\n```\w*\n(.*?)^```", re.S | re.M)
+_OUTPUT_BLOCK = re.compile(r"<!-- output: (\w+) -->\n```console\n\$ (.*?)\n(.*?)^```", re.S | re.M)
+
+
+def _normalise(text: str) -> list[str]:
+    text = re.sub(r"run \d{8}-\d{6}-[0-9a-f]{6}", "run <id>", text)
+    return re.sub(r"\b\d+\.\d+s\b", "<t>s", text).splitlines()
+
+
+def test_examples_getting_started_tutorial_prints_what_the_page_shows(
+    cli: Cli, tmp_path: Path
+) -> None:
+    page = GETTING_STARTED.read_text(encoding="utf-8")
+    files = _FILE_BLOCK.findall(page)
+    outputs = {name: (command, shown) for name, command, shown in _OUTPUT_BLOCK.findall(page)}
+    assert [path for path, _ in files] == [
+        "evaluators/datasets/shipping_rates_evaluator.json",
+        "evaluators/shipping_rates_evaluator.py",
+    ]
+    for path, body in files:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(body, encoding="utf-8")
+    shutil.copy(EVALUATORS / "_support_desk.py", tmp_path / "evaluators")
+
+    command, shown = outputs["passing"]
+    result = cli(*command.split()[1:], "--no-progress")
+    assert result.code == 0, result
+    assert _normalise(result.stdout) == _normalise(shown)
+
+    dataset = tmp_path / files[0][0]
+    text = dataset.read_text(encoding="utf-8")
+    assert '"reference": "$12.00"' in text
+    dataset.write_text(text.replace('"reference": "$12.00"', '"reference": "$10.00"'), "utf-8")
+    command, shown = outputs["failing"]
+    result = cli(*command.split()[1:], "--no-progress")
+    assert result.code == 1, result
+    assert _normalise(result.stdout) == _normalise(shown)
+
+
+# -- printed output shown in the docs pages of this area --------------------------------------
+
+_BLOCK = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+
+
+@pytest.mark.parametrize("page", ["evaluators.md", "outputs.md", "configuration.md"])
+def test_examples_docs_pages_print_what_they_show(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ```python block's printed output equals the ```text block right after it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path = ROOT / "docs" / page
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    printed: str | None = None
+    checked = 0
+    for lang, body in _BLOCK.findall(path.read_text(encoding="utf-8")):
+        if lang == "python":
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(body, str(path), "exec"), namespace)
+            printed = out.getvalue()
+        elif lang == "text" and printed is not None:
+            assert printed == body
+            printed = None
+            checked += 1
+    assert checked >= 2

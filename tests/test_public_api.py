@@ -45,6 +45,14 @@ def test_import_agenteval_loads_no_heavy_package() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_lazy_top_level_facade_names_match() -> None:
+    import agenteval
+
+    assert sorted(agenteval._WHERE) == agenteval.__all__
+    for name in agenteval.__all__:
+        assert getattr(agenteval, name) is not None
+
+
 def test_version_is_a_string() -> None:
     import agenteval
 

@@ -67,7 +67,32 @@ _WHERE = {
     "run_evaluations": "_runner",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "AgentEvalError",
+    "AssertionRecord",
+    "AssertionResult",
+    "BaseEvaluator",
+    "ConfigError",
+    "DatasetError",
+    "DiscoveryError",
+    "ErrorInfo",
+    "EvaluationError",
+    "EvaluatorSummary",
+    "ItemResult",
+    "JournalError",
+    "JudgeError",
+    "MissingDependencyError",
+    "ProviderAuthError",
+    "ProviderError",
+    "ProviderQuotaError",
+    "ProviderRequestError",
+    "ProviderUnavailableError",
+    "RunSummary",
+    "SkipEvaluator",
+    "UsageError",
+    "__version__",
+    "run_evaluations",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -186,7 +186,7 @@ def test_tool_agent_resume_reject_feeds_the_reason_to_the_model() -> None:
     assert REFUNDS == []
     rejection = Message.tool(
         "call_0_0",
-        "The user rejected this call to 'refund_order': Above the limit. It was not run.",
+        "The approver rejected this call to 'refund_order': Above the limit. It was not run.",
         is_error=True,
     )
     assert model.requests[1].messages[-1] == rejection
@@ -205,7 +205,7 @@ def test_tool_agent_reject_without_reason() -> None:
     agent.chat("refund")
     agent.resume({"call_0_0": "reject"})
     assert model.requests[1].messages[-1].content == (
-        "The user rejected this call to 'refund_order' (no reason given). It was not run."
+        "The approver rejected this call to 'refund_order' (no reason given). It was not run."
     )
 
 

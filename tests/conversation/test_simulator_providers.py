@@ -146,7 +146,7 @@ def test_tool_results_reach_the_model_through_real_sdks(
     assert trajectory.tool_calls()[0].approval == "rejected"
     sent = fake.requests[1].json
     text = str(sent["messages"])
-    assert "The user rejected this call to 'refund_order': too much. It was not run." in text
+    assert "The approver rejected this call to 'refund_order': too much. It was not run." in text
     if fake.requests[1].api == "anthropic":
         result = sent["messages"][-1]["content"][0]
         assert (result["type"], result["tool_use_id"], result["is_error"]) == (

@@ -204,6 +204,7 @@ for _helper in (alive, wait_until, pids_in, items_of, statuses, comparable):
     # test modules cannot import from conftest reliably, so the helpers ride on the fixture
     setattr(Cli, _helper.__name__, staticmethod(_helper))
 Cli.EQUALS = EQUALS  # type: ignore[attr-defined]
+Cli.AGENTEVAL = AGENTEVAL  # type: ignore[attr-defined]
 
 
 @pytest.fixture

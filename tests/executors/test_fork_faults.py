@@ -6,6 +6,10 @@ to inject; the tests below each check one aspect of that run.
 
 from __future__ import annotations
 
+import os
+import pty
+import select
+import subprocess
 import time
 from typing import Any
 
@@ -302,3 +306,36 @@ def test_fork_survives_a_parent_that_ignores_sigchld(cli: Any) -> None:
         "the item's process exited before reporting a result (its exit status was "
         "collected elsewhere: is SIGCHLD ignored?)"
     )
+
+
+def run_on_terminal(cli: Any, *args: str) -> tuple[int, str]:
+    """Run the CLI with a pseudo-terminal as stdout/stderr (rich shows its live progress)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([str(cli.AGENTEVAL), "run", *args], cwd=cli.root, env=cli.env(),
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)  # fmt: skip
+    os.close(slave)
+    chunks = []
+    try:
+        while select.select([master], [], [], 30)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side was closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+        code = proc.wait(timeout=30)
+    return code, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_fork_progress_bar_on_a_terminal_is_not_a_thread_warning(cli: Any) -> None:
+    cli.write("threads.py", THREADS_EVALUATOR.replace(
+        "        self.worker.start()\n", "        pass\n"
+    ))  # fmt: skip
+    code, out = run_on_terminal(cli, "threads.py", "-c", "2")
+    assert code == 0, out
+    assert "\x1b[" in out  # the live display was drawn
+    assert "PASSED: 4 items, 4 passed" in out
+    assert "thread(s) were running" not in out

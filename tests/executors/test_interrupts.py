@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ class Interruptible(BaseEvaluator):
         os.close(fd)
         Path("pids").mkdir(exist_ok=True)
         Path("pids", item["id"]).write_text(str(os.getpid()))
-        time.sleep(0.6)
+        time.sleep(1)
         return f"answer {item['n']}"
 
     def evaluate(self, output, item):
@@ -39,19 +40,15 @@ class Interruptible(BaseEvaluator):
 """
 
 ARGS = ("interrupt.py", "--no-progress", "--output-json")
+VARIANTS = {  # name: (signal, expected exit code, sent to the CLI's whole process group)
+    "sigint": (signal.SIGINT, 130, False),
+    "sigterm": (signal.SIGTERM, 143, False),
+    "ctrl-c-to-group": (signal.SIGINT, 130, True),  # Ctrl-C on a terminal
+    "sigterm-to-group": (signal.SIGTERM, 143, True),  # `timeout`, `kill -TERM -PGID`
+}
 
 
-@pytest.fixture(scope="module")
-def baseline(cli_factory: Any) -> dict[str, Any]:
-    """The uninterrupted run every interrupted-then-resumed run must equal."""
-    cli = cli_factory("baseline")
-    cli.write("interrupt.py", INTERRUPT_EVALUATOR)
-    result = cli.run(*ARGS, "report.json", "-c", "8")
-    assert result.returncode == 1, result.stdout + result.stderr
-    return cli.json("report.json")
-
-
-def wait_for_pids(cli: Any, count: int, timeout: float = 15) -> dict[str, int]:
+def wait_for_pids(cli: Any, count: int, timeout: float = 20) -> dict[str, int]:
     assert cli.wait_until(lambda: len(cli.pids_in(cli.root / "pids")) >= count, timeout)
     return cli.pids_in(cli.root / "pids")
 
@@ -60,43 +57,72 @@ def starts(cli: Any) -> list[str]:
     return sorted((cli.root / "starts.log").read_text().splitlines())
 
 
-@pytest.mark.parametrize(
-    ("signum", "code", "to_group"),
-    [
-        (signal.SIGINT, 130, False),
-        (signal.SIGTERM, 143, False),
-        (signal.SIGINT, 130, True),  # Ctrl-C on a terminal: the whole process group
-        (signal.SIGTERM, 143, True),  # `timeout`, `kill -TERM -PGID`: the whole group
-    ],
-    ids=["sigint", "sigterm", "ctrl-c-to-group", "sigterm-to-group"],
-)
-def test_interrupt_finishes_in_flight_items_then_resume_completes(
-    cli: Any, baseline: dict[str, Any], signum: int, code: int, to_group: bool
-) -> None:
+def interrupt_then_resume(cli: Any, signum: int, to_group: bool) -> dict[str, Any]:
     cli.write("interrupt.py", INTERRUPT_EVALUATOR)
     started = time.monotonic()
     proc = cli.start(*ARGS, "first.json", "-c", "4")
     wait_for_pids(cli, 4)
     (os.killpg if to_group else os.kill)(proc.pid, signum)
     first = cli.finish(proc, started)
-    name = signal.Signals(signum).name
-    assert first.returncode == code, first.stdout + first.stderr
     (run_dir,) = cli.run_dirs()
+    records, started_items = cli.records(run_dir), starts(cli)
+    second = cli.run(*ARGS, "final.json", "-c", "4", "--resume")
+    return {
+        "cli": cli,
+        "run_dir": run_dir,
+        "first": first,
+        "first_records": records,
+        "first_starts": started_items,
+        "second": second,
+    }
+
+
+@pytest.fixture(scope="module")
+def interrupted(cli_factory: Any) -> dict[str, Any]:
+    """Every variant, and the uninterrupted baseline, run side by side (they mostly sleep)."""
+    baseline = cli_factory("baseline")
+    baseline.write("interrupt.py", INTERRUPT_EVALUATOR)
+    with ThreadPoolExecutor(len(VARIANTS)) as pool:
+        futures = {
+            name: pool.submit(interrupt_then_resume, cli_factory(name), signum, to_group)
+            for name, (signum, _, to_group) in VARIANTS.items()
+        }
+        result = baseline.run(*ARGS, "report.json", "-c", "8")
+    assert result.returncode == 1, result.stdout + result.stderr
+    return {"baseline": baseline.json("report.json"), "variants": futures}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_interrupt_finishes_in_flight_items_and_says_how_to_resume(
+    interrupted: dict[str, Any], variant: str
+) -> None:
+    got = interrupted["variants"][variant].result()
+    signum, code, _ = VARIANTS[variant]
+    name = signal.Signals(signum).name
+    first, cli = got["first"], got["cli"]
+    assert first.returncode == code, first.stdout + first.stderr
     # every item that started was given the grace period and finished normally
-    records = cli.records(run_dir)
-    assert sorted(r["id"] for r in records) == starts(cli)
+    records = got["first_records"]
+    assert sorted(r["id"] for r in records) == got["first_starts"]
     assert 4 <= len(records) < 8
     assert {r["status"] for r in records} <= {"passed", "failed"}
     assert f"Interrupted by {name}: finished items are saved." in first.stdout
-    assert f"Resume with: agenteval run ... --resume {run_dir.name}" in first.stdout
-    assert cli.json("first.json")["run"]["interrupted"] == name
+    assert f"Resume with: agenteval run ... --resume {got['run_dir'].name}" in first.stdout
+    report = cli.json("first.json")
+    assert (report["run"]["interrupted"], report["run"]["exit_code"]) == (name, code)
 
-    second = cli.run(*ARGS, "final.json", "-c", "4", "--resume")
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_interrupt_resume_runs_only_the_rest_and_equals_uninterrupted_run(
+    interrupted: dict[str, Any], variant: str
+) -> None:
+    got = interrupted["variants"][variant].result()
+    second, cli, baseline = got["second"], got["cli"], interrupted["baseline"]
     assert second.returncode == baseline["run"]["exit_code"], second.stdout + second.stderr
     assert "· resumed" in second.stdout
     assert starts(cli) == sorted(f"item-{n}" for n in range(8))  # nothing ran twice
     assert cli.comparable(cli.json("final.json")) == cli.comparable(baseline)
-    assert len(cli.records(run_dir)) == 8
+    assert len(cli.records(got["run_dir"])) == 8
 
 
 SLOW_EVALUATOR = """
@@ -124,73 +150,131 @@ class Slow(BaseEvaluator):
 
 
 def start_slow_run(cli: Any, *args: str) -> tuple[Any, float, dict[str, int]]:
+    """Start a run and wait until both quick items are journalled and 4 slow ones run."""
     cli.write("slow.py", SLOW_EVALUATOR)
     started = time.monotonic()
     proc = cli.start("slow.py", "-c", "4", "--no-progress", "--output-json", "report.json", *args)
-    assert cli.wait_until(lambda: len(cli.records()) == 2 if cli.run_dirs() else False, 15)
+    assert cli.wait_until(lambda: len(cli.records()) == 2 if cli.run_dirs() else False, 20)
     pids = wait_for_pids(cli, 6)
     return proc, started, pids
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interrupt_second_signal_stops_at_once(cli: Any, signum: int, code: int) -> None:
+def slow_pids(pids: dict[str, int]) -> list[int]:
+    slow = [pid for name, pid in pids.items() if name.startswith("slow")]
+    assert len(slow) == 4
+    return slow
+
+
+def second_signal(cli: Any, signum: int) -> dict[str, Any]:
     proc, started, pids = start_slow_run(cli)
     os.kill(proc.pid, signum)
     time.sleep(0.3)
     os.kill(proc.pid, signum)
     result = cli.finish(proc, started)
-    assert result.returncode == code, result.stdout + result.stderr
-    assert result.elapsed < 8  # far less than the 10 s default grace plus 30 s items
-    assert sorted(r["id"] for r in cli.records()) == ["quick-0", "quick-1"]
-    slow = [pid for name, pid in pids.items() if name.startswith("slow")]
-    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow), 2)
-    assert cli.own_processes() == []
-    assert cli.json("report.json")["run"]["interrupted"] == signal.Signals(signum).name
+    gone = cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow_pids(pids)), 2)
+    return {"cli": cli, "result": result, "children_gone": gone}
 
 
-def test_interrupt_grace_expiry_kills_in_flight_items(cli: Any) -> None:
+def grace_expiry(cli: Any) -> dict[str, Any]:
     proc, started, pids = start_slow_run(cli, "--grace", "0.5")
     os.kill(proc.pid, signal.SIGINT)
     result = cli.finish(proc, started)
+    gone = cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow_pids(pids)), 2)
+    report, records, leftovers = cli.json("report.json"), cli.records(), cli.own_processes()
+    cli.write("slow.py", SLOW_EVALUATOR.replace("time.sleep(30)", "pass"))
+    resumed = cli.run("slow.py", "-c", "4", "--no-progress", "--output-json", "final.json",
+                      "--resume", "--force")  # fmt: skip
+    return {
+        "cli": cli,
+        "result": result,
+        "children_gone": gone,
+        "leftovers": leftovers,
+        "report": report,
+        "records": records,
+        "resumed": resumed,
+    }
+
+
+def parent_death(cli: Any) -> dict[str, Any]:
+    proc, _, pids = start_slow_run(cli)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    gone = cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow_pids(pids)), 2)
+    return {"cli": cli, "children_gone": gone}
+
+
+@pytest.fixture(scope="module")
+def slow_runs(cli_factory: Any) -> dict[str, Any]:
+    """The scenarios on the slow evaluator, side by side (their items only sleep)."""
+    scenarios: dict[str, Any] = {
+        "second-sigint": (second_signal, signal.SIGINT),
+        "second-sigterm": (second_signal, signal.SIGTERM),
+        "grace-expiry": (grace_expiry,),
+        "parent-death": (parent_death,),
+    }
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        return {
+            name: pool.submit(fn, cli_factory(name), *args)
+            for name, (fn, *args) in scenarios.items()
+        }
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "name"),
+    [("second-sigint", 130, "SIGINT"), ("second-sigterm", 143, "SIGTERM")],
+)
+def test_interrupt_second_signal_stops_at_once(
+    slow_runs: dict[str, Any], scenario: str, code: int, name: str
+) -> None:
+    got = slow_runs[scenario].result()
+    result, cli = got["result"], got["cli"]
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.elapsed < 8  # far less than the 10 s default grace plus 30 s items
+    assert sorted(r["id"] for r in cli.records()) == ["quick-0", "quick-1"]
+    assert got["children_gone"]
+    assert cli.own_processes() == []
+    assert cli.json("report.json")["run"]["interrupted"] == name
+
+
+def test_interrupt_grace_expiry_kills_in_flight_items(slow_runs: dict[str, Any]) -> None:
+    got = slow_runs["grace-expiry"].result()
+    result = got["result"]
     assert result.returncode == 130, result.stdout + result.stderr
     assert result.elapsed < 8
-    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in pids.values()), 2)
-    assert cli.own_processes() == []
-    assert cli.json("report.json")["run"]["exit_code"] == 130
+    assert got["children_gone"]
+    assert got["leftovers"] == []
+    assert got["report"]["run"]["exit_code"] == 130
 
 
-def test_interrupt_grace_expiry_cancels_in_flight_items_and_resume_reruns_them(
-    cli: Any,
+GRACE_EXPECTED = {"quick-0": "passed", "quick-1": "passed"} | {
+    f"slow-{n}": "cancelled" for n in range(4)
+}
+
+
+def test_interrupt_grace_expiry_records_in_flight_items_cancelled(
+    slow_runs: dict[str, Any],
 ) -> None:
-    proc, started, _ = start_slow_run(cli, "--grace", "0.5")
-    os.kill(proc.pid, signal.SIGINT)
-    result = cli.finish(proc, started)
-    assert result.returncode == 130
-    expected = {"quick-0": "passed", "quick-1": "passed"} | {
-        f"slow-{n}": "cancelled" for n in range(4)
-    }
-    assert cli.statuses(cli.json("report.json")) == expected
-    assert {r["id"]: r["status"] for r in cli.records()} == expected
-    (record,) = [r for r in cli.records() if r["id"] == "slow-0"]
+    got = slow_runs["grace-expiry"].result()
+    assert got["cli"].statuses(got["report"]) == GRACE_EXPECTED
+    assert {r["id"]: r["status"] for r in got["records"]} == GRACE_EXPECTED
+    (record,) = [r for r in got["records"] if r["id"] == "slow-0"]
     assert record["error"]["message"] == (
         "the run was interrupted and the item did not finish within the grace period"
     )
-    assert "4 cancelled" in result.stdout
-
-    cli.write("slow.py", SLOW_EVALUATOR.replace("time.sleep(30)", "pass"))
-    result = cli.run("slow.py", "-c", "4", "--no-progress", "--output-json", "final.json",
-                     "--resume", "--force")  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert cli.statuses(cli.json("final.json")) == dict.fromkeys(expected, "passed")
+    assert "4 cancelled" in got["result"].stdout
 
 
-def test_interrupt_parent_death_takes_children_down(cli: Any) -> None:
-    proc, started, pids = start_slow_run(cli)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=10)
-    slow = [pid for name, pid in pids.items() if name.startswith("slow")]
-    assert len(slow) == 4
-    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow), 2)
+def test_interrupt_resume_reruns_cancelled_items(slow_runs: dict[str, Any]) -> None:
+    got = slow_runs["grace-expiry"].result()
+    resumed, cli = got["resumed"], got["cli"]
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert cli.statuses(cli.json("final.json")) == dict.fromkeys(GRACE_EXPECTED, "passed")
+
+
+def test_interrupt_parent_death_takes_children_down(slow_runs: dict[str, Any]) -> None:
+    got = slow_runs["parent-death"].result()
+    cli = got["cli"]
+    assert got["children_gone"]
     assert cli.own_processes() == []
     # the journal written so far is still valid
     assert sorted(r["id"] for r in cli.records()) == ["quick-0", "quick-1"]

@@ -210,7 +210,7 @@ class ToolAgent:
                     decided.append(
                         call.model_copy(update={"approval": "rejected", "approval_reason": reason})
                     )
-                    text = f"The user rejected this call to {call.name!r}"
+                    text = f"The approver rejected this call to {call.name!r}"
                     text += f": {reason}" if reason else " (no reason given)"
                     results.append(Message.tool(call.id, text + ". It was not run.", True))
                     continue

@@ -42,11 +42,18 @@ def default_agent_model() -> Model | None:
     return _from_env(AGENT_MODEL_ENV)
 
 
+_from_env_built: dict[tuple[str, str], Model] = {}
+
+
 def _from_env(variable: str) -> Model | None:
+    # one model (and so one HTTP client) per setting, however many judges ask for it
     spec = os.environ.get(variable, "").strip()
     if not spec:
         return None
-    return _build(spec, f"{variable}={spec!r}", {})
+    built = _from_env_built.get((variable, spec))
+    if built is None:
+        built = _from_env_built[(variable, spec)] = _build(spec, f"{variable}={spec!r}", {})
+    return built
 
 
 def _build(spec: str, origin: str, kwargs: dict[str, Any]) -> Model:

@@ -1,0 +1,242 @@
+"""``--resume`` and ``--retry-errors`` against the journal of a real earlier run."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenteval._journal import latest_records
+
+RESUME_EVALUATOR = """
+import json
+import os
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.datasets import JsonDataset
+
+
+def log_start(item_id):
+    fd = os.open("starts.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, (str(item_id) + "\\n").encode())
+    os.close(fd)
+
+
+class Resumable(BaseEvaluator):
+    def get_dataset(self):
+        return JsonDataset(Path(__file__).parent / "cases.json")
+
+    def run(self, item):
+        log_start(item["id"])
+        marker = Path("markers", item["id"])
+        first_time = not marker.exists()
+        marker.parent.mkdir(exist_ok=True)
+        marker.touch()
+        if first_time and item["kind"] == "flaky":
+            raise ConnectionError("provider hiccup")
+        if first_time and item["kind"] == "crashy":
+            os._exit(1)
+        return item["kind"]
+
+    def evaluate(self, output, item):
+        assert output != "fails", "this item always fails its check"
+"""
+
+CASES = [
+    {"id": "a", "kind": "ok"},
+    {"id": "b", "kind": "ok"},
+    {"id": "c", "kind": "ok"},
+    {"id": "d", "kind": "ok"},
+]
+ARGS = ("resume.py", "-c", "2", "--no-progress", "--output-json")
+
+
+def setup_project(cli: Any, cases: list[dict[str, str]]) -> None:
+    cli.write("resume.py", RESUME_EVALUATOR)
+    (cli.root / "cases.json").write_text(json.dumps(cases))
+
+
+def starts(cli: Any) -> list[str]:
+    path = cli.root / "starts.log"
+    return sorted(path.read_text().splitlines()) if path.exists() else []
+
+
+def drop_last_records(run_dir: Path, count: int) -> list[str]:
+    """Forget the last ``count`` records, as if the run had been killed before them."""
+    lines = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "records.jsonl").write_text("".join(lines[:-count]))
+    return sorted(json.loads(line)["id"] for line in lines[-count:])
+
+
+def changed_evaluator(cli: Any) -> dict[str, Any]:
+    setup_project(cli, CASES)
+    first = cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    missing = drop_last_records(run_dir, 2)
+    cli.write("resume.py", RESUME_EVALUATOR + "\n# a later edit\n")
+    refused = cli.run(*ARGS, "refused.json", "--resume")
+    starts_after_refusal = starts(cli)
+    forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
+    return {
+        "cli": cli,
+        "first": first,
+        "run_id": run_dir.name,
+        "missing": missing,
+        "refused": refused,
+        "starts_after_refusal": starts_after_refusal,
+        "forced": forced,
+    }
+
+
+def changed_dataset(cli: Any) -> dict[str, Any]:
+    setup_project(cli, CASES)
+    cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    drop_last_records(run_dir, 1)
+    (cli.root / "cases.json").write_text(json.dumps([*CASES, {"id": "e", "kind": "ok"}]))
+    refused = cli.run(*ARGS, "refused.json", "--resume", run_dir.name)
+    return {"cli": cli, "run_id": run_dir.name, "refused": refused}
+
+
+def retry_errors(cli: Any) -> dict[str, Any]:
+    cases = [
+        {"id": "ok", "kind": "ok"},
+        {"id": "flaky", "kind": "flaky"},
+        {"id": "crashy", "kind": "crashy"},
+        {"id": "fails", "kind": "fails"},
+    ]
+    setup_project(cli, cases)
+    first = cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    starts_first = starts(cli)
+    retried = cli.run(*ARGS, "retried.json", "--retry-errors", run_dir.name)
+    return {
+        "cli": cli,
+        "run_dir": run_dir,
+        "first": first,
+        "starts_first": starts_first,
+        "retried": retried,
+    }
+
+
+def torn_last_line(cli: Any) -> dict[str, Any]:
+    setup_project(cli, CASES)
+    cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    path = run_dir / "records.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    torn_id = json.loads(lines[-1])["id"]
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
+    resumed = cli.run(*ARGS, "resumed.json", "--resume")
+    return {"cli": cli, "run_dir": run_dir, "torn_id": torn_id, "resumed": resumed}
+
+
+def unknown_run(cli: Any) -> dict[str, Any]:
+    setup_project(cli, CASES)
+    return {"cli": cli, "refused": cli.run(*ARGS, "refused.json", "--resume", "no-such-run")}
+
+
+SCENARIOS = {
+    "changed-evaluator": changed_evaluator,
+    "changed-dataset": changed_dataset,
+    "retry-errors": retry_errors,
+    "torn-last-line": torn_last_line,
+    "unknown-run": unknown_run,
+}
+
+
+@pytest.fixture(scope="module")
+def resumed(cli_factory: Any) -> dict[str, Any]:
+    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
+        return {name: pool.submit(fn, cli_factory(name)) for name, fn in SCENARIOS.items()}
+
+
+def test_resume_refuses_when_evaluator_file_changed(resumed: dict[str, Any]) -> None:
+    got = resumed["changed-evaluator"].result()
+    assert got["first"].returncode == 0
+    refused = got["refused"]
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {got['run_id']!r}: resume.py changed since it "
+        f"ran. Start a new run, or pass --force to resume anyway\n"
+    )
+    assert got["starts_after_refusal"] == ["a", "b", "c", "d"]  # nothing ran
+
+
+def test_resume_force_runs_only_the_missing_items(resumed: dict[str, Any]) -> None:
+    got = resumed["changed-evaluator"].result()
+    cli, forced = got["cli"], got["forced"]
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert starts(cli) == sorted(["a", "b", "c", "d", *got["missing"]])
+    assert cli.statuses(cli.json("forced.json")) == dict.fromkeys("abcd", "passed")
+
+
+def test_resume_refuses_when_dataset_changed(resumed: dict[str, Any]) -> None:
+    got = resumed["changed-dataset"].result()
+    refused = got["refused"]
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {got['run_id']!r}: dataset cases.json changed "
+        f"since it ran. Start a new run, or pass --force to resume anyway\n"
+    )
+
+
+def test_resume_unknown_run_id_is_a_usage_error(resumed: dict[str, Any]) -> None:
+    refused = resumed["unknown-run"].result()["refused"]
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "agenteval: error: No run 'no-such-run' in '.agenteval/runs': list runs with "
+        "`ls .agenteval/runs`\n"
+    )
+
+
+def test_retry_errors_reruns_only_error_timeout_crashed_items(resumed: dict[str, Any]) -> None:
+    got = resumed["retry-errors"].result()
+    cli = got["cli"]
+    assert got["first"].returncode == 2
+    assert cli.statuses(cli.json("first.json")) == {
+        "ok": "passed",
+        "flaky": "error",
+        "crashy": "crashed",
+        "fails": "failed",
+    }
+    retried = got["retried"]
+    assert retried.returncode == 1, retried.stdout + retried.stderr  # only "fails" is left
+    assert cli.statuses(cli.json("retried.json")) == {
+        "ok": "passed",
+        "flaky": "passed",
+        "crashy": "passed",
+        "fails": "failed",
+    }
+    assert starts(cli) == sorted([*got["starts_first"], "flaky", "crashy"])
+
+
+def test_retry_errors_appends_to_the_same_journal(resumed: dict[str, Any]) -> None:
+    got = resumed["retry-errors"].result()
+    records = got["cli"].records(got["run_dir"])
+    assert [r["id"] for r in records[4:]] in (["flaky", "crashy"], ["crashy", "flaky"])
+    latest = latest_records(got["run_dir"])
+    assert {key[1]: r.status for key, r in latest.items()} == {
+        "ok": "passed",
+        "flaky": "passed",
+        "crashy": "passed",
+        "fails": "failed",
+    }
+
+
+def test_resume_tolerates_torn_last_line(resumed: dict[str, Any]) -> None:
+    got = resumed["torn-last-line"].result()
+    cli, resumed_run = got["cli"], got["resumed"]
+    assert resumed_run.returncode == 0, resumed_run.stdout + resumed_run.stderr
+    assert starts(cli) == sorted(["a", "b", "c", "d", got["torn_id"]])
+    assert cli.statuses(cli.json("resumed.json")) == dict.fromkeys("abcd", "passed")
+
+
+def test_resume_after_torn_line_keeps_journal_complete(resumed: dict[str, Any]) -> None:
+    got = resumed["torn-last-line"].result()
+    latest = latest_records(got["run_dir"])
+    assert {key[1]: r.status for key, r in latest.items()} == dict.fromkeys("abcd", "passed")
