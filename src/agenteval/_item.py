@@ -126,7 +126,9 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
     """An exception as plain data: stage, type, message and the formatted traceback."""
     cls = type(exc)
     # builtins, our own errors and classes from evaluator files read better without a module
-    plain = cls.__module__ == "builtins" or cls.__module__.startswith(("_agenteval_eval_", "agenteval."))
+    plain = cls.__module__ == "builtins" or cls.__module__.startswith(
+        ("_agenteval_eval_", "agenteval.")
+    )
     name = cls.__qualname__ if plain else f"{cls.__module__}.{cls.__qualname__}"
     try:
         message = str(exc)

@@ -86,10 +86,31 @@ class Journal:
     def append(self, record_json: str) -> None:
         """Append one terminal record (its JSON); one ``write``, so lines never interleave."""
         if self._fd is None:
-            self._fd = os.open(
-                self.dir / "records.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-            )
-        os.write(self._fd, (record_json + "\n").encode())
+            self._fd = self._open_records()
+        data = memoryview((record_json + "\n").encode())
+        while data:  # a regular file takes it in one write; loop in case it does not
+            data = data[os.write(self._fd, data) :]
+
+    def _open_records(self) -> int:
+        """Open records.jsonl for appending, ending a torn last line left by a killed run.
+
+        Without the newline, the first record appended on resume would be glued to the
+        torn fragment, and readers would skip both.
+        """
+        path = self.dir / "records.jsonl"
+        torn = False
+        try:
+            with open(path, "rb") as fh:
+                if fh.seek(0, os.SEEK_END):
+                    fh.seek(-1, os.SEEK_END)
+                    torn = fh.read(1) != b"\n"
+        except FileNotFoundError:
+            pass
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags, 0o644)
+        if torn:
+            os.write(fd, b"\n")
+        return fd
 
     def close(self) -> None:
         """Close the records file."""

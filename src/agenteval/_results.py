@@ -232,7 +232,10 @@ class EvaluatorSummary(BaseModel):
     @property
     def items(self) -> list[ItemResult]:
         """Every item result, in dataset order (materialised on each access)."""
-        return [r if isinstance(r, ItemResult) else ItemResult.model_validate_json(r) for r in self._records]
+        return [
+            r if isinstance(r, ItemResult) else ItemResult.model_validate_json(r)
+            for r in self._records
+        ]
 
     def item_json(self) -> Iterator[str]:
         """Every item as its JSON text, in dataset order (what reports and journals store)."""
@@ -258,8 +261,14 @@ class EvaluatorSummary(BaseModel):
         for item in items:
             builder.add(item)
         return builder.finish(
-            name=name, wall_time=wall_time, file=file, id=id, description=description,
-            tags=tags, error=error, skip_reason=skip_reason,
+            name=name,
+            wall_time=wall_time,
+            file=file,
+            id=id,
+            description=description,
+            tags=tags,
+            error=error,
+            skip_reason=skip_reason,
         )
 
 
@@ -368,7 +377,12 @@ class SummaryBuilder:
         n = self._n_scores
 
         def usage(acc: list[int]) -> Usage:
-            return Usage(input_tokens=acc[0], output_tokens=acc[1], cache_read_tokens=acc[2], cache_write_tokens=acc[3])
+            return Usage(
+                input_tokens=acc[0],
+                output_tokens=acc[1],
+                cache_read_tokens=acc[2],
+                cache_write_tokens=acc[3],
+            )
 
         def groups(found: dict[str, FailureGroup]) -> list[FailureGroup]:
             for group in found.values():
@@ -391,7 +405,9 @@ class SummaryBuilder:
             cancelled=counts["cancelled"],
             success_rate=_rate(counts["passed"], total),
             assertions=AssertionStats(
-                total=n, passed=self._a_passed, failed=n - self._a_passed,
+                total=n,
+                passed=self._a_passed,
+                failed=n - self._a_passed,
                 success_rate=_rate(self._a_passed, n),
             ),
             score=ScoreStats(
@@ -407,8 +423,11 @@ class SummaryBuilder:
             failures_by_site=groups(self._by_site),
             soft_failures=self._soft,
             usage=ItemUsage(
-                agent=usage(self._agent), judge=usage(self._judge), judge_calls=self._calls[0],
-                cached_calls=self._calls[1], retries=self._calls[2],
+                agent=usage(self._agent),
+                judge=usage(self._judge),
+                judge_calls=self._calls[0],
+                cached_calls=self._calls[1],
+                retries=self._calls[2],
                 judge_by_model=dict(self._by_model),
             ),
             notable_items=sorted(self._notable, key=lambda r: (r.index, r.repeat)),

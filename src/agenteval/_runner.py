@@ -252,6 +252,8 @@ class _Run:
                 continue
             state.pending += 1
             yield instance, task
+        if self.stop.requested:
+            state.complete = False
 
     # -- results ---------------------------------------------------------------------
     def on_result(self, result: ItemResult) -> None:
@@ -507,7 +509,6 @@ def run_evaluations(
         concurrency=concurrency, timeout=timeout, max_output_bytes=max_output_bytes
     )
     chosen = _choose_executor(executor, options, specs, notices)
-
 
     redact = Redactor.from_environ()
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
 from agenteval.datasets import JsonDataset
 
 
@@ -43,7 +44,8 @@ class Resumable(BaseEvaluator):
         return item["kind"]
 
     def evaluate(self, output, item):
-        assert output != "fails", "this item always fails its check"
+        if output == "fails":
+            self.assert_that(StringContains("never there"), output)
 """
 
 CASES = [
@@ -179,8 +181,9 @@ def test_resume_refuses_when_dataset_changed(resumed: dict[str, Any]) -> None:
     got = resumed["changed-dataset"].result()
     refused = got["refused"]
     assert refused.returncode == 2
+    dataset = (got["cli"].root / "cases.json").resolve()
     assert refused.stderr == (
-        f"agenteval: error: Cannot resume run {got['run_id']!r}: dataset cases.json changed "
+        f"agenteval: error: Cannot resume run {got['run_id']!r}: dataset {dataset} changed "
         f"since it ran. Start a new run, or pass --force to resume anyway\n"
     )
 

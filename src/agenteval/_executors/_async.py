@@ -19,8 +19,14 @@ from ._base import Executor, OnResult, StopState, TaskSource
 
 def _fault(task: ItemTask, status: ItemStatus, error: ErrorInfo, duration: float) -> ItemResult:
     return ItemResult(
-        evaluator=task.evaluator_id, id=task.id, index=task.index, repeat=task.repeat,
-        status=status, duration_s=duration, input=to_jsonable(task.input), error=error,
+        evaluator=task.evaluator_id,
+        id=task.id,
+        index=task.index,
+        repeat=task.repeat,
+        status=status,
+        duration_s=duration,
+        input=to_jsonable(task.input),
+        error=error,
     )
 
 
@@ -43,8 +49,13 @@ class AsyncExecutor(Executor):
             return await asyncio.wait_for(coro, timeout)
         except asyncio.TimeoutError:
             return _fault(
-                task, "timeout",
-                ErrorInfo(stage="executor", type="Timeout", message=f"item exceeded --timeout {timeout:g}s and was cancelled"),
+                task,
+                "timeout",
+                ErrorInfo(
+                    stage="executor",
+                    type="Timeout",
+                    message=f"item exceeded --timeout {timeout:g}s and was cancelled",
+                ),
                 time.perf_counter() - started,
             )
 
@@ -65,7 +76,11 @@ class AsyncExecutor(Executor):
                 return
             if stop.requested and stop_deadline is None:
                 stop_deadline = time.monotonic() + stop.grace
-            wait = 0.1 if stop.requested is None else max(0.0, min(0.1, stop_deadline - time.monotonic()))  # type: ignore[operator]
+            wait = (
+                0.1
+                if stop.requested is None
+                else max(0.0, min(0.1, stop_deadline - time.monotonic()))
+            )  # type: ignore[operator]
             done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
                 running.pop(fut)
@@ -75,8 +90,13 @@ class AsyncExecutor(Executor):
                     fut.cancel()
                     on_result(
                         _fault(
-                            task, "cancelled",
-                            ErrorInfo(stage="executor", type="Cancelled", message="the run was interrupted and the item did not finish within the grace period"),
+                            task,
+                            "cancelled",
+                            ErrorInfo(
+                                stage="executor",
+                                type="Cancelled",
+                                message="the run was interrupted and the item did not finish within the grace period",
+                            ),
                             stop.grace,
                         )
                     )

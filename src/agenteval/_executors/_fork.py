@@ -84,6 +84,7 @@ def _set_parent_death_signal() -> None:
 
 def _watch_parent(parent: int) -> None:
     """Fallback for platforms without PR_SET_PDEATHSIG: exit when re-parented."""
+
     def loop() -> None:
         while True:
             if os.getppid() != parent:
@@ -126,8 +127,13 @@ def _read_capture(fh: IO[bytes]) -> str:
 
 
 def _child_main(
-    evaluator: BaseEvaluator, task: ItemTask, wfd: int, out: IO[bytes], err: IO[bytes],
-    parent: int, max_output_bytes: int | None,
+    evaluator: BaseEvaluator,
+    task: ItemTask,
+    wfd: int,
+    out: IO[bytes],
+    err: IO[bytes],
+    parent: int,
+    max_output_bytes: int | None,
 ) -> None:
     """Runs in the forked child; never returns."""
     code = 0
@@ -160,7 +166,11 @@ def _child_main(
         try:
             payload = record.model_dump_json().encode()
         except BaseException as exc:
-            payload = _error_record(task, error_info("evaluate", exc), record.duration_s).model_dump_json().encode()
+            payload = (
+                _error_record(task, error_info("evaluate", exc), record.duration_s)
+                .model_dump_json()
+                .encode()
+            )
         view = memoryview(payload)
         while view:
             written = os.write(wfd, view)
@@ -171,10 +181,18 @@ def _child_main(
         os._exit(code)
 
 
-def _error_record(task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error") -> ItemResult:
+def _error_record(
+    task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error"
+) -> ItemResult:
     return ItemResult(
-        evaluator=task.evaluator_id, id=task.id, index=task.index, repeat=task.repeat,
-        status=status, duration_s=duration, input=_safe_input(task.input), error=error,
+        evaluator=task.evaluator_id,
+        id=task.id,
+        index=task.index,
+        repeat=task.repeat,
+        status=status,
+        duration_s=duration,
+        input=_safe_input(task.input),
+        error=error,
     )
 
 
@@ -191,7 +209,9 @@ def _describe_exit(status: int) -> tuple[str, str]:
             name = signal.Signals(sig).name
         except ValueError:
             name = f"signal {sig}"
-        hint = " (SIGKILL often means the system ran out of memory)" if sig == signal.SIGKILL else ""
+        hint = (
+            " (SIGKILL often means the system ran out of memory)" if sig == signal.SIGKILL else ""
+        )
         return "ChildKilled", f"the item's process was killed by {name}{hint}"
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
     return "ChildExited", f"the item's process exited with code {code} before reporting a result"
@@ -384,13 +404,15 @@ class ForkExecutor(Executor):
             if child.timed_out:
                 how = "SIGKILL" if child.killed else "SIGTERM"
                 error = ErrorInfo(
-                    stage="executor", type="Timeout",
+                    stage="executor",
+                    type="Timeout",
                     message=f"item exceeded --timeout {self.options.timeout:g}s and was stopped with {how}",
                 )
                 status: ItemStatus = "timeout"
             elif child.cancelled:
                 error = ErrorInfo(
-                    stage="executor", type="Cancelled",
+                    stage="executor",
+                    type="Cancelled",
                     message="the run was interrupted and the item did not finish within the grace period",
                 )
                 status = "cancelled"

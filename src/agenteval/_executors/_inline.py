@@ -15,9 +15,11 @@ class InlineExecutor(Executor):
         """Run each task in turn until done or interrupted."""
         limit = self.options.max_output_bytes
         try:
-            for evaluator, task in tasks:
-                if stop.requested:
+            while not stop.requested:
+                pulled = next(tasks, None)
+                if pulled is None:
                     break
+                evaluator, task = pulled
                 on_result(execute_item(evaluator, task, max_output_bytes=limit))
         finally:
             close_loop()

@@ -180,7 +180,7 @@ class ConsoleOutput(OutputDriver):
             counts += f", {s.cancelled} cancelled"
         lines.append(
             (
-                f"  {s.total} items: {counts} · success rate {_pct(s.success_rate)} · "
+                f"  {_items(s.total)}: {counts} · success rate {_pct(s.success_rate)} · "
                 f"avg score {s.score.average:.2f} · assertions {s.assertions.passed}/{s.assertions.total}",
                 None,
             )
@@ -274,12 +274,16 @@ class ConsoleOutput(OutputDriver):
             lines.append((f"cost: {' · '.join(parts_)}", "dim"))
         lines.append(
             (
-                f"{word}: {run.total} items, {', '.join(parts)} · success rate "
+                f"{word}: {_items(run.total)}, {', '.join(parts)} · success rate "
                 f"{_pct(run.success_rate)} · {_secs(run.duration_s)} · exit {run.exit_code}",
                 style,
             )
         )
         return lines
+
+
+def _items(n: int) -> str:
+    return f"{n} item" if n == 1 else f"{n} items"
 
 
 def _usage_text(u: Any) -> str:

@@ -32,7 +32,7 @@ _SUMMARY_KEYS = (
 class JsonOutput(OutputDriver):
     """Writes ``evaluation-results.json`` (Neuron's ``JsonDriver``), atomically, at the end.
 
-    The document is a public format, described by ``docs/json-format.md`` and the JSON
+    The document is a public format, described in ``docs/outputs.md`` and the JSON
     Schema shipped as ``agenteval/outputs/results.schema.json``: ``schema_version``,
     ``run``, and ``evaluators`` — each with ``name``, ``file``, ``status``, ``summary``
     and every item. Items are streamed to the file, so large runs need no second copy in

@@ -1,0 +1,200 @@
+"""The run journal: manifest first, one flushed line per record, torn lines tolerated."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from agenteval._errors import JournalError
+from agenteval._journal import (
+    Journal,
+    atomic_write,
+    find_run,
+    fingerprint,
+    latest_records,
+    new_run_id,
+    read_manifest,
+    read_records,
+)
+from agenteval._results import ItemResult
+
+
+def record(item_id: str, status: str = "passed", evaluator: str = "e.py::E") -> ItemResult:
+    return ItemResult.model_validate(
+        {"evaluator": evaluator, "id": item_id, "index": 0, "status": status}
+    )
+
+
+def write_journal(tmp_path: Path, *records: ItemResult) -> Journal:
+    journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1"})
+    for r in records:
+        journal.append(r.model_dump_json())
+    journal.close()
+    return journal
+
+
+def test_new_run_id_is_a_sortable_timestamp_with_random_suffix() -> None:
+    first, second = new_run_id(), new_run_id()
+    assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", first)
+    assert first != second
+    assert first[:15] <= second[:15]
+
+
+def test_fingerprint_is_sha256_of_content(tmp_path: Path) -> None:
+    path = tmp_path / "data.json"
+    path.write_bytes(b"[1, 2]")
+    assert fingerprint(path) == hashlib.sha256(b"[1, 2]").hexdigest()
+    assert fingerprint(tmp_path / "missing.json") is None
+
+
+def test_journal_create_writes_manifest_first(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1", "argv": ["x"]})
+    assert sorted(p.name for p in journal.dir.iterdir()) == ["manifest.json"]
+    assert read_manifest(journal.dir) == {"run_id": "run-1", "argv": ["x"]}
+
+
+def test_journal_create_refuses_an_existing_run_folder(tmp_path: Path) -> None:
+    Journal.create(tmp_path / "runs", "run-1", {})
+    with pytest.raises(JournalError) as info:
+        Journal.create(tmp_path / "runs", "run-1", {})
+    assert str(info.value) == (
+        f"Could not create run folder {str(tmp_path / 'runs' / 'run-1')!r}: File exists"
+    )
+
+
+def test_journal_append_writes_one_line_per_record(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"), record("b", "failed"))
+    lines = (journal.dir / "records.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["a", "b"]
+    assert [r.status for r in read_records(journal.dir)] == ["passed", "failed"]
+
+
+def test_journal_append_is_flushed_before_close(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path / "runs", "run-1", {})
+    journal.append(record("a").model_dump_json())
+    try:
+        assert [r.id for r in read_records(journal.dir)] == ["a"]
+    finally:
+        journal.close()
+
+
+def test_read_records_skips_a_torn_last_line(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"), record("b"))
+    path = journal.dir / "records.jsonl"
+    text = path.read_text()
+    path.write_text(text[:-10])  # the second line lost its end
+    assert [r.id for r in read_records(journal.dir)] == ["a"]
+
+
+def test_read_records_skips_a_complete_last_line_without_newline(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"), record("b"))
+    path = journal.dir / "records.jsonl"
+    path.write_text(path.read_text().rstrip("\n"))  # a write cut right before its newline
+    assert [r.id for r in read_records(journal.dir)] == ["a"]
+
+
+def test_read_records_skips_a_corrupt_middle_line(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"))
+    path = journal.dir / "records.jsonl"
+    path.write_text(path.read_text() + '{"not": "a record"}\n' + record("c").model_dump_json() + "\n")
+    assert [r.id for r in read_records(journal.dir)] == ["a", "c"]
+
+
+def test_read_records_of_a_run_without_records_is_empty(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path)
+    assert list(read_records(journal.dir)) == []
+
+
+def test_journal_append_after_torn_line_starts_a_new_line(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"), record("b"))
+    path = journal.dir / "records.jsonl"
+    path.write_text(path.read_text()[:-10])
+    reopened = Journal.reopen(journal.dir)
+    reopened.append(record("b").model_dump_json())
+    reopened.append(record("c").model_dump_json())
+    reopened.close()
+    assert [r.id for r in read_records(journal.dir)] == ["a", "b", "c"]
+
+
+def test_journal_reopen_of_complete_file_adds_no_blank_line(tmp_path: Path) -> None:
+    journal = write_journal(tmp_path, record("a"))
+    reopened = Journal.reopen(journal.dir)
+    reopened.append(record("b").model_dump_json())
+    reopened.close()
+    lines = (journal.dir / "records.jsonl").read_text().split("\n")
+    assert [json.loads(line)["id"] for line in lines[:-1]] == ["a", "b"]
+    assert lines[-1] == ""
+
+
+def test_latest_records_keeps_the_last_record_per_item(tmp_path: Path) -> None:
+    journal = write_journal(
+        tmp_path, record("a", "error"), record("b"), record("a"), record("a", evaluator="f.py::F")
+    )
+    latest = latest_records(journal.dir)
+    assert {k: r.status for k, r in latest.items()} == {
+        ("e.py::E", "a", 0): "passed",
+        ("e.py::E", "b", 0): "passed",
+        ("f.py::F", "a", 0): "passed",
+    }
+
+
+def test_read_manifest_of_a_missing_run(tmp_path: Path) -> None:
+    with pytest.raises(JournalError) as info:
+        read_manifest(tmp_path / "nope")
+    assert str(info.value) == f"No run at {str(tmp_path / 'nope')!r}: manifest.json is missing"
+
+
+def test_read_manifest_that_is_not_an_object(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("[1]")
+    with pytest.raises(JournalError) as info:
+        read_manifest(tmp_path)
+    assert str(info.value) == f"{str(tmp_path / 'manifest.json')!r} is not a run manifest"
+
+
+def test_read_manifest_that_is_not_json(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("{")
+    with pytest.raises(JournalError) as info:
+        read_manifest(tmp_path)
+    assert str(info.value).startswith(f"Could not read {str(tmp_path / 'manifest.json')!r}: ")
+
+
+def test_find_run_by_id_and_latest(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for run_id in ("20260101-000000-aaaaaa", "20260102-000000-bbbbbb"):
+        Journal.create(runs, run_id, {"run_id": run_id})
+    (runs / "20270101-000000-cccccc").mkdir()  # no manifest: not a run
+    assert find_run(runs, None) == runs / "20260102-000000-bbbbbb"
+    assert find_run(runs, "20260101-000000-aaaaaa") == runs / "20260101-000000-aaaaaa"
+
+
+def test_find_run_unknown_id(tmp_path: Path) -> None:
+    Journal.create(tmp_path, "run-1", {})
+    with pytest.raises(JournalError) as info:
+        find_run(tmp_path, "run-2")
+    assert str(info.value) == f"No run 'run-2' in {str(tmp_path)!r}: list runs with `ls {tmp_path}`"
+
+
+def test_find_run_without_any_run(tmp_path: Path) -> None:
+    with pytest.raises(JournalError) as info:
+        find_run(tmp_path / "runs", None)
+    assert str(info.value) == f"No previous run in {str(tmp_path / 'runs')!r} to resume"
+
+
+def test_save_manifest_replaces_atomically(tmp_path: Path) -> None:
+    journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1"})
+    journal.manifest["evaluators"] = {"e.py::E": {"datasets": {"d.json": "0" * 64}}}
+    journal.save_manifest()
+    assert read_manifest(journal.dir)["evaluators"] == {"e.py::E": {"datasets": {"d.json": "0" * 64}}}
+    assert sorted(p.name for p in journal.dir.iterdir()) == ["manifest.json"]
+
+
+def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    atomic_write(target, "one")
+    atomic_write(target, "two")
+    assert target.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
