@@ -21,12 +21,18 @@ AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
 def cli(tmp_path: Path) -> Callable[..., CliResult]:
     """Run ``agenteval ARGS`` in ``tmp_path`` (piped, so plain text), return its result."""
 
-    def run(*args: str, cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None) -> CliResult:
+    def run(
+        *args: str, cwd: Path | None = None, timeout: float = 60, env: dict[str, str] | None = None
+    ) -> CliResult:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
         environ.update(env or {})
         proc = subprocess.run(
-            [AGENTEVAL, *args], cwd=cwd or tmp_path, capture_output=True, text=True,
-            timeout=timeout, env=environ,
+            [AGENTEVAL, *args],
+            cwd=cwd or tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environ,
         )
         return CliResult(proc)
 

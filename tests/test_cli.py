@@ -76,7 +76,9 @@ def test_cli_min_success_rate_accepts_partial_success(cli: Cli, write: Write) ->
     assert cli("run", "--min-success-rate", "0.51").code == 1
 
 
-def test_cli_run_error_exits_2_and_keeps_earlier_assertions(cli: Cli, write: Write, tmp_path: Path) -> None:
+def test_cli_run_error_exits_2_and_keeps_earlier_assertions(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
     write(
         "evaluators/boom.py",
         """
@@ -153,7 +155,10 @@ def test_cli_missing_path_exits_2(cli: Cli) -> None:
 
 
 def test_cli_syntax_error_names_file_and_line(cli: Cli, write: Write) -> None:
-    write("evaluators/broken.py", "from agenteval import BaseEvaluator\n\nclass X(BaseEvaluator:\n    pass\n")
+    write(
+        "evaluators/broken.py",
+        "from agenteval import BaseEvaluator\n\nclass X(BaseEvaluator:\n    pass\n",
+    )
     result = cli("run")
     assert result.code == 2
     assert result.stderr.startswith("agenteval: error: evaluators/broken.py:3: SyntaxError:")
@@ -273,7 +278,10 @@ def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:
     )
     result = cli("run")
     assert result.code == 2
-    assert "  ERROR in get_dataset: DatasetError: <array> item #2: duplicate item id 'x': ids must be unique within a dataset" in result.lines
+    assert (
+        "  ERROR in get_dataset: DatasetError: <array> item #2: duplicate item id 'x': ids must be unique within a dataset"
+        in result.lines
+    )
 
 
 def test_cli_version_and_help(cli: Cli) -> None:
@@ -353,7 +361,9 @@ def test_cli_bootstrap_runs_first_and_errors_are_clear(cli: Cli, write: Write) -
     assert result.code == 2 and "Bootstrap file 'nope.py' does not exist" in result.stderr
 
 
-def test_cli_driver_failure_exits_2_and_keeps_other_outputs(cli: Cli, write: Write, tmp_path: Path) -> None:
+def test_cli_driver_failure_exits_2_and_keeps_other_outputs(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
     write("evaluators/echo.py", PASSING)
     write(
         "evaluation.py",
@@ -369,8 +379,13 @@ def test_cli_driver_failure_exits_2_and_keeps_other_outputs(cli: Cli, write: Wri
     )
     result = cli("run")
     assert result.code == 2
-    assert "agenteval: output driver failed: Broken.output() raised OSError: disk full" in result.stderr
-    assert json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
+    assert (
+        "agenteval: output driver failed: Broken.output() raised OSError: disk full"
+        in result.stderr
+    )
+    assert (
+        json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
+    )
     assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
 
 

@@ -28,7 +28,12 @@ class JudgedEvaluator(BaseEvaluator):
 
     def run(self, item: dict[str, str]) -> Trajectory:
         return Trajectory.from_messages(
-            [Message.user(item["q"]), Message.assistant("Refunds take 30 days.", usage=Usage(input_tokens=500_000, output_tokens=0))]
+            [
+                Message.user(item["q"]),
+                Message.assistant(
+                    "Refunds take 30 days.", usage=Usage(input_tokens=500_000, output_tokens=0)
+                ),
+            ]
         )
 
     def evaluate(self, output: Trajectory, item: dict[str, str]) -> None:
@@ -46,8 +51,11 @@ def test_usage_is_split_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     from agenteval.outputs import ConsoleOutput, JsonOutput
 
     summary = run_evaluations(
-        [JudgedEvaluator], outputs=[ConsoleOutput(stream=stream), JsonOutput("out.json")],
-        config="evaluation.py", journal=False, cache=False,
+        [JudgedEvaluator],
+        outputs=[ConsoleOutput(stream=stream), JsonOutput("out.json")],
+        config="evaluation.py",
+        journal=False,
+        cache=False,
     )
     assert summary.exit_code == 0
     usage = summary.usage

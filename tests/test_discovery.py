@@ -33,16 +33,24 @@ def _evaluator(name: str, tags: tuple[str, ...] = ()) -> str:
     return EVAL.format(name=name, tags=tags)
 
 
-def test_discover_collects_classes_in_file_then_line_order(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discover_collects_classes_in_file_then_line_order(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    write("evals/b.py", _evaluator("Second") + _evaluator("Third").replace("from agenteval import BaseEvaluator", ""))
+    write(
+        "evals/b.py",
+        _evaluator("Second")
+        + _evaluator("Third").replace("from agenteval import BaseEvaluator", ""),
+    )
     write("evals/a.py", _evaluator("First"))
     specs = discover(["evals"])
     assert [s.cls.__name__ for s in specs] == ["First", "Second", "Third"]
     assert [s.id for s in specs] == ["evals/a.py::First", "evals/b.py::Second", "evals/b.py::Third"]
 
 
-def test_discover_skips_private_hidden_cache_and_venv(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discover_skips_private_hidden_cache_and_venv(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     write("evals/keep.py", _evaluator("Kept"))
     write("evals/_helper.py", _evaluator("Private"))
@@ -50,11 +58,15 @@ def test_discover_skips_private_hidden_cache_and_venv(write: Write, tmp_path: Pa
     write("evals/__pycache__/x.py", _evaluator("Cached"))
     write("evals/env/pyvenv.cfg", "home = /usr\n")
     write("evals/env/lib/x.py", _evaluator("InVenv"))
-    write("evals/plain.py", "raise RuntimeError('never imported: does not mention the base class')\n")
+    write(
+        "evals/plain.py", "raise RuntimeError('never imported: does not mention the base class')\n"
+    )
     assert [s.cls.__name__ for s in discover(["evals"])] == ["Kept"]
 
 
-def test_discover_ignores_imported_and_abstract_classes(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discover_ignores_imported_and_abstract_classes(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     write(
         "evals/base_and_child.py",
@@ -83,7 +95,9 @@ def test_discover_ignores_imported_and_abstract_classes(write: Write, tmp_path: 
     assert [s.id for s in specs] == ["evals/base_and_child.py::Child"]
 
 
-def test_discover_lets_evaluators_import_siblings(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discover_lets_evaluators_import_siblings(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     write("evals/_agent.py", "def answer():\n    return 42\n")
     write("evals/uses_sibling.py", "from _agent import answer\n" + _evaluator("UsesSibling"))
@@ -105,7 +119,9 @@ def test_discover_accepts_classes(tmp_path: Path) -> None:
     assert spec.cls is Inline and spec.name == "Inline"
 
 
-def test_select_by_pattern_and_tags(write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_select_by_pattern_and_tags(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     write("evals/one.py", _evaluator("RefundEval", ("smoke",)))
     write("evals/two.py", _evaluator("ShippingEval", ("slow",)))

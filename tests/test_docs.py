@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 _BLOCK = re.compile(r"^```(python|py)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
 def _blocks(page: Path) -> list[tuple[str, str, int]]:
     text = page.read_text(encoding="utf-8")
-    return [(m.group(1), m.group(2), text.count("\n", 0, m.start()) + 2) for m in _BLOCK.finditer(text)]
+    return [
+        (m.group(1), m.group(2), text.count("\n", 0, m.start()) + 2) for m in _BLOCK.finditer(text)
+    ]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

@@ -28,8 +28,7 @@ def test_facade_all_is_sorted_and_documented(name: str) -> None:
     exported = list(module.__all__)
     assert exported == sorted(exported)
     undocumented = [
-        n for n in exported
-        if n != "__version__" and not (getattr(module, n).__doc__ or "").strip()
+        n for n in exported if n != "__version__" and not (getattr(module, n).__doc__ or "").strip()
     ]
     assert undocumented == []
 

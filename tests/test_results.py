@@ -11,18 +11,31 @@ from agenteval import AssertionResult, EvaluatorSummary, ItemResult, RunSummary
 from agenteval._results import AssertionRecord, ErrorInfo, item_status, mean_score
 
 
-def _a(passed: bool, score: float, *, soft: bool = False, name: str = "Check", line: int = 10) -> AssertionRecord:
-    return AssertionRecord(name=name, passed=passed, soft=soft, score=score, file="ev.py", line=line)
+def _a(
+    passed: bool, score: float, *, soft: bool = False, name: str = "Check", line: int = 10
+) -> AssertionRecord:
+    return AssertionRecord(
+        name=name, passed=passed, soft=soft, score=score, file="ev.py", line=line
+    )
 
 
-def _item(index: int, status: str, assertions: list[AssertionRecord] = (), duration: float = 1.0) -> ItemResult:  # type: ignore[assignment]
-    return ItemResult(id=index, index=index, status=status, assertions=list(assertions), duration_s=duration)  # type: ignore[arg-type]
+def _item(
+    index: int, status: str, assertions: list[AssertionRecord] = (), duration: float = 1.0
+) -> ItemResult:  # type: ignore[assignment]
+    return ItemResult(
+        id=index, index=index, status=status, assertions=list(assertions), duration_s=duration
+    )  # type: ignore[arg-type]
 
 
 def test_assertion_result_helpers() -> None:
     assert AssertionResult.pass_() == AssertionResult(passed=True, score=1.0)
     failed = AssertionResult.fail(0.25, "too far", {"d": 3})
-    assert (failed.passed, failed.score, failed.message, failed.context) == (False, 0.25, "too far", {"d": 3})
+    assert (failed.passed, failed.score, failed.message, failed.context) == (
+        False,
+        0.25,
+        "too far",
+        {"d": 3},
+    )
 
 
 @pytest.mark.parametrize("score", [-0.1, 1.5, math.nan])
@@ -85,14 +98,26 @@ def test_evaluator_summary_empty_is_all_zero() -> None:
 def test_evaluator_summary_status_precedence() -> None:
     err = ErrorInfo(stage="set_up", type="E", message="m")
     assert EvaluatorSummary.build(name="E", items=[], wall_time=0, error=err).status == "error"
-    assert EvaluatorSummary.build(name="E", items=[], wall_time=0, skip_reason="no key").status == "skipped"
-    assert EvaluatorSummary.build(name="E", items=[_item(0, "failed")], wall_time=0).status == "failed"
-    assert EvaluatorSummary.build(name="E", items=[_item(0, "cancelled")], wall_time=0).status == "error"
+    assert (
+        EvaluatorSummary.build(name="E", items=[], wall_time=0, skip_reason="no key").status
+        == "skipped"
+    )
+    assert (
+        EvaluatorSummary.build(name="E", items=[_item(0, "failed")], wall_time=0).status == "failed"
+    )
+    assert (
+        EvaluatorSummary.build(name="E", items=[_item(0, "cancelled")], wall_time=0).status
+        == "error"
+    )
 
 
 def test_run_summary_aggregates() -> None:
-    a = EvaluatorSummary.build(name="A", items=[_item(0, "passed"), _item(1, "failed")], wall_time=1)
-    b = EvaluatorSummary.build(name="B", items=[_item(0, "crashed"), _item(1, "passed")], wall_time=1)
+    a = EvaluatorSummary.build(
+        name="A", items=[_item(0, "passed"), _item(1, "failed")], wall_time=1
+    )
+    b = EvaluatorSummary.build(
+        name="B", items=[_item(0, "crashed"), _item(1, "passed")], wall_time=1
+    )
     run = RunSummary(id="r", started_at="t", duration_s=2, agenteval_version="0", evaluators=[a, b])
     assert (run.total, run.passed, run.failed, run.errored) == (4, 2, 1, 1)
     assert run.success_rate == 0.5

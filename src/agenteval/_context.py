@@ -26,9 +26,7 @@ class ItemContext:
 
     judge_by_model: dict[str, Usage] = field(default_factory=dict)
 
-    def add_judge_call(
-        self, usage: Usage, *, cached: bool, retries: int, model: str = ""
-    ) -> None:
+    def add_judge_call(self, usage: Usage, *, cached: bool, retries: int, model: str = "") -> None:
         """Account one judge, simulator or embedding call to this item.
 
         A cached call costs nothing; ``model`` (the provider's model name) lets a price

@@ -27,13 +27,17 @@ class ShopEvaluator(BaseEvaluator):
 
 def _lines(verbose: bool) -> list[str]:
     stream = io.StringIO()
-    run_evaluations([ShopEvaluator], outputs=[ConsoleOutput(verbose=verbose, stream=stream)], journal=False)
+    run_evaluations(
+        [ShopEvaluator], outputs=[ConsoleOutput(verbose=verbose, stream=stream)], journal=False
+    )
     return stream.getvalue().splitlines()
 
 
 def test_console_report_lists_failures_with_call_sites() -> None:
     lines = _lines(verbose=False)
-    assert lines[0].startswith("agenteval · run ") and lines[0].endswith(" · 1 evaluator · sequential")
+    assert lines[0].startswith("agenteval · run ") and lines[0].endswith(
+        " · 1 evaluator · sequential"
+    )
     assert lines[2].startswith("FAILED  Shop answers  ")
     assert lines[2].endswith("test_console_output.py")
     assert lines[3] == (
@@ -49,7 +53,9 @@ def test_console_report_lists_failures_with_call_sites() -> None:
     assert fails[0].endswith("test_console_output.py:24")
     softs = [line for line in lines if line.startswith("  SOFT ")]
     assert len(softs) == 2
-    assert lines[-1].startswith("FAILED: 2 items, 1 passed, 1 failed, 0 errors · success rate 50.0% · ")
+    assert lines[-1].startswith(
+        "FAILED: 2 items, 1 passed, 1 failed, 0 errors · success rate 50.0% · "
+    )
     assert lines[-1].endswith(" · exit 1")
 
 

@@ -64,7 +64,8 @@ def test_json_output_items_keep_outputs_as_json_values(tmp_path: Path) -> None:
     items = {i["id"]: i for i in doc["evaluators"][0]["items"]}  # type: ignore[index]
     assert items["dict"]["output"] == {"answer": "ok refund"}
     assert items["obj"]["output"]["obj"] == {
-        "unserializable": f"{__name__}.Unserialisable", "repr": "<Unserialisable thing>",
+        "unserializable": f"{__name__}.Unserialisable",
+        "repr": "<Unserialisable thing>",
     }
     assert items["obj"]["status"] == "passed"
     assert items["fail"]["assertions"][0]["message"] == "Expected 'nothing' to contain 'refund'"

@@ -16,6 +16,9 @@ from .._results import ErrorInfo, ItemResult, ItemStatus
 from .._serialize import to_jsonable
 from ._base import Executor, OnResult, StopState, TaskSource
 
+_BACKSTOP = 2.0
+"""Seconds beyond the grace period before the signal handler stops the run at once."""
+
 
 def _fault(task: ItemTask, status: ItemStatus, error: ErrorInfo, duration: float) -> ItemResult:
     return ItemResult(
@@ -37,6 +40,8 @@ class AsyncExecutor(Executor):
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run the tasks on a fresh event loop."""
+        # we cancel what is left when the grace period ends: time to record it first
+        stop.backstop = max(stop.backstop, _BACKSTOP)
         asyncio.run(self._run(tasks, on_result, stop))
 
     async def _one(self, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
@@ -76,11 +81,9 @@ class AsyncExecutor(Executor):
                 return
             if stop.requested and stop_deadline is None:
                 stop_deadline = time.monotonic() + stop.grace
-            wait = (
-                0.1
-                if stop.requested is None
-                else max(0.0, min(0.1, stop_deadline - time.monotonic()))
-            )  # type: ignore[operator]
+            wait = 0.1
+            if stop_deadline is not None:
+                wait = max(0.0, min(wait, stop_deadline - time.monotonic()))
             done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
                 running.pop(fut)

@@ -85,10 +85,8 @@ def _run_header(run: RunSummary) -> dict[str, object]:
 def write_document(run: RunSummary, fh: IO[str]) -> None:
     """Stream the results document for ``run`` to ``fh``."""
     dumps = json.dumps
-    fh.write(
-        '{"schema_version": %d, "run": %s, "evaluators": ['
-        % (SCHEMA_VERSION, dumps(_run_header(run)))
-    )
+    header = dumps(_run_header(run))
+    fh.write(f'{{"schema_version": {SCHEMA_VERSION}, "run": {header}, "evaluators": [')
     for i, ev in enumerate(run.evaluators):
         head = ev.model_dump(mode="json", include=set(_SUMMARY_KEYS))
         meta = {
