@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -100,7 +101,9 @@ def test_read_records_skips_a_complete_last_line_without_newline(tmp_path: Path)
 def test_read_records_skips_a_corrupt_middle_line(tmp_path: Path) -> None:
     journal = write_journal(tmp_path, record("a"))
     path = journal.dir / "records.jsonl"
-    path.write_text(path.read_text() + '{"not": "a record"}\n' + record("c").model_dump_json() + "\n")
+    path.write_text(
+        path.read_text() + '{"not": "a record"}\n' + record("c").model_dump_json() + "\n"
+    )
     assert [r.id for r in read_records(journal.dir)] == ["a", "c"]
 
 
@@ -188,7 +191,9 @@ def test_save_manifest_replaces_atomically(tmp_path: Path) -> None:
     journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1"})
     journal.manifest["evaluators"] = {"e.py::E": {"datasets": {"d.json": "0" * 64}}}
     journal.save_manifest()
-    assert read_manifest(journal.dir)["evaluators"] == {"e.py::E": {"datasets": {"d.json": "0" * 64}}}
+    assert read_manifest(journal.dir)["evaluators"] == {
+        "e.py::E": {"datasets": {"d.json": "0" * 64}}
+    }
     assert sorted(p.name for p in journal.dir.iterdir()) == ["manifest.json"]
 
 
@@ -198,3 +203,12 @@ def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     atomic_write(target, "two")
     assert target.read_text() == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_find_run_latest_within_one_second_is_the_last_started(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    first = Journal.create(runs, "20260101-000000-ffffff", {}).dir
+    second = Journal.create(runs, "20260101-000000-000000", {}).dir
+    os.utime(first / "manifest.json", ns=(1_000_000_000, 1_000_000_000))
+    os.utime(second / "manifest.json", ns=(2_000_000_000, 2_000_000_000))
+    assert find_run(runs, None) == second

@@ -163,10 +163,20 @@ def find_run(runs_dir: Path, run_id: str | None) -> Path:
             )
         return run_dir
     runs = (
-        sorted(p for p in runs_dir.glob("*") if (p / "manifest.json").exists())
+        [p for p in runs_dir.glob("*") if (p / "manifest.json").exists()]
         if runs_dir.exists()
         else []
     )
     if not runs:
         raise JournalError(f"No previous run in {str(runs_dir)!r} to resume")
-    return runs[-1]
+    return max(runs, key=_started)
+
+
+def _started(run_dir: Path) -> tuple[str, int, str]:
+    """Sort key of runs by start: ids begin with the second they started; within one
+    second, the manifest written first (its random suffix says nothing about order)."""
+    try:
+        written = (run_dir / "manifest.json").stat().st_mtime_ns
+    except OSError:
+        written = 0
+    return (run_dir.name[:15], written, run_dir.name)

@@ -1,5 +1,8 @@
 """Shared helpers for the end-to-end executor tests: a real ``agenteval`` CLI in a subprocess.
 
+The ``cli`` fixture here overrides the one in ``tests/conftest.py`` for this folder: these
+tests also need to start the CLI in the background, signal it and read its journal.
+
 Every CLI started here carries a unique marker in its environment, which its forked
 children inherit, so a test can prove that no process of its run is left behind.
 """
@@ -26,7 +29,7 @@ AGENTEVAL = Path(sys.executable).parent / "agenteval"
 MARKER_VAR = "AGENTEVAL_TEST_MARKER"
 
 # A tiny exact-match assertion, pasted into the evaluator files these tests write.
-EQUALS = '''
+EQUALS = """
 from agenteval.assertions import Assertion, AssertionResult
 
 
@@ -38,7 +41,7 @@ class Equals(Assertion):
         if actual == self.expected:
             return AssertionResult.pass_()
         return AssertionResult.fail(0.0, f"expected {self.expected!r}, got {actual!r}")
-'''
+"""
 
 
 @dataclass
@@ -71,7 +74,7 @@ class Cli:
 
     # -- processes -------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
         env.pop("PYTHONUNBUFFERED", None)  # children see block-buffered stdout, as in real use
         env[MARKER_VAR] = self.marker
         env["COLUMNS"] = "200"

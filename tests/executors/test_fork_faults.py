@@ -103,8 +103,9 @@ ALL_IDS = ["ok-first", *EXPECTED, "ok-last"]
 def fault_run(cli_factory: Any) -> dict[str, Any]:
     cli = cli_factory("faults")
     cli.write("faults.py", FAULTS_EVALUATOR)
-    result = cli.run("faults.py", "-c", "16", "--timeout", "1", "--no-progress",
-                     "--output-json", "report.json")  # fmt: skip
+    result = cli.run(
+        "faults.py", "-c", "16", "--timeout", "1", "--no-progress", "--output-json", "report.json"
+    )
     # checked right after the run: nothing of it may still be alive
     leftovers = [p.pid for p in cli.own_processes()]
     return {
@@ -257,8 +258,9 @@ class Spawner(BaseEvaluator):
 
 def test_fork_item_subprocesses_do_not_outlive_their_item(cli: Any) -> None:
     cli.write("spawner.py", SUBPROCESS_EVALUATOR)
-    result = cli.run("spawner.py", "-c", "3", "--timeout", "1", "--no-progress",
-                     "--output-json", "report.json")  # fmt: skip
+    result = cli.run(
+        "spawner.py", "-c", "3", "--timeout", "1", "--no-progress", "--output-json", "report.json"
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert cli.statuses(cli.json("report.json")) == {
         "hangs": "timeout",
@@ -311,8 +313,14 @@ def test_fork_survives_a_parent_that_ignores_sigchld(cli: Any) -> None:
 def run_on_terminal(cli: Any, *args: str) -> tuple[int, str]:
     """Run the CLI with a pseudo-terminal as stdout/stderr (rich shows its live progress)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([str(cli.AGENTEVAL), "run", *args], cwd=cli.root, env=cli.env(),
-                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)  # fmt: skip
+    proc = subprocess.Popen(
+        [str(cli.AGENTEVAL), "run", *args],
+        cwd=cli.root,
+        env=cli.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+    )
     os.close(slave)
     chunks = []
     try:
@@ -331,9 +339,9 @@ def run_on_terminal(cli: Any, *args: str) -> tuple[int, str]:
 
 
 def test_fork_progress_bar_on_a_terminal_is_not_a_thread_warning(cli: Any) -> None:
-    cli.write("threads.py", THREADS_EVALUATOR.replace(
-        "        self.worker.start()\n", "        pass\n"
-    ))  # fmt: skip
+    cli.write(
+        "threads.py", THREADS_EVALUATOR.replace("        self.worker.start()\n", "        pass\n")
+    )
     code, out = run_on_terminal(cli, "threads.py", "-c", "2")
     assert code == 0, out
     assert "\x1b[" in out  # the live display was drawn

@@ -115,10 +115,19 @@ class Second(BaseEvaluator):
 def mixed(cli_factory: Any) -> Any:
     cli = cli_factory("mixed")
     cli.write("mixed.py", MIXED_EVALUATORS)
-    parallel = cli.start("mixed.py", "-c", "4", "--no-progress", "--output-json", "fork.json",
-                         "--runs-dir", "runs-fork")  # fmt: skip
-    cli.sequential = cli.run("mixed.py", "--no-progress", "--output-json", "inline.json",
-                             "--runs-dir", "runs-inline")  # fmt: skip
+    parallel = cli.start(
+        "mixed.py",
+        "-c",
+        "4",
+        "--no-progress",
+        "--output-json",
+        "fork.json",
+        "--runs-dir",
+        "runs-fork",
+    )
+    cli.sequential = cli.run(
+        "mixed.py", "--no-progress", "--output-json", "inline.json", "--runs-dir", "runs-inline"
+    )
     parallel.communicate(timeout=60)
     cli.parallel = parallel
     return cli
@@ -129,9 +138,13 @@ def test_fork_report_equals_sequential_report(mixed: Any) -> None:
     assert (cli.parallel.returncode, cli.sequential.returncode) == (2, 2)
     fork, inline = cli.json("fork.json"), cli.json("inline.json")
     assert fork["run"]["totals"] == {
-        "total": 15, "passed": 8, "failed": 5, "errored": 2, "cancelled": 0,
+        "total": 15,
+        "passed": 8,
+        "failed": 5,
+        "errored": 2,
+        "cancelled": 0,
         "success_rate": 8 / 15,
-    }  # fmt: skip
+    }
     assert cli.comparable(fork) == cli.comparable(inline)
 
 
@@ -140,6 +153,10 @@ def test_fork_exception_becomes_plain_error_record(mixed: Any) -> None:
     (item,) = [i for i in cli.items_of(cli.json("fork.json")) if i["id"] == 2]
     assert item["error"]["type"] == "ValueError"
     assert item["error"]["message"] == "item 2 broke"
-    assert 'raise ValueError(f"item {item[\'id\']} broke")' in item["error"]["traceback"]
-    (record,) = [r for r in cli.records(cli.root / "runs-fork" / cli.json("fork.json")["run"]["id"]) if r["id"] == 2]
+    assert "raise ValueError(f\"item {item['id']} broke\")" in item["error"]["traceback"]
+    (record,) = [
+        r
+        for r in cli.records(cli.root / "runs-fork" / cli.json("fork.json")["run"]["id"])
+        if r["id"] == 2
+    ]
     assert record == item

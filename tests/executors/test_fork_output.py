@@ -64,8 +64,16 @@ class Output(BaseEvaluator):
 def output_run(cli_factory: Any) -> Any:
     cli = cli_factory("output")
     cli.write("output.py", OUTPUT_EVALUATOR)
-    cli.result = cli.run("output.py", "-c", "3", "--max-output-bytes", "1000", "--no-progress",
-                         "--output-json", "report.json")  # fmt: skip
+    cli.result = cli.run(
+        "output.py",
+        "-c",
+        "3",
+        "--max-output-bytes",
+        "1000",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+    )
     cli.items = {i["id"]: i for i in cli.items_of(cli.json("report.json"))}
     return cli
 

@@ -182,8 +182,9 @@ def grace_expiry(cli: Any) -> dict[str, Any]:
     gone = cli.wait_until(lambda: not any(cli.alive(pid) for pid in slow_pids(pids)), 2)
     report, records, leftovers = cli.json("report.json"), cli.records(), cli.own_processes()
     cli.write("slow.py", SLOW_EVALUATOR.replace("time.sleep(30)", "pass"))
-    resumed = cli.run("slow.py", "-c", "4", "--no-progress", "--output-json", "final.json",
-                      "--resume", "--force")  # fmt: skip
+    resumed = cli.run(
+        "slow.py", "-c", "4", "--no-progress", "--output-json", "final.json", "--resume", "--force"
+    )
     return {
         "cli": cli,
         "result": result,

@@ -258,9 +258,9 @@ class ForkExecutor(Executor):
                     except StopIteration:
                         exhausted = True
                         break
-                    child = self._spawn(evaluator, task)
-                    children[child.pid] = child
-                    sel.register(child.fd, selectors.EVENT_READ, child)
+                    failed = self._spawn(evaluator, task, children, sel)
+                    if failed is not None:
+                        on_result(failed)
                 if not children and (exhausted or stop.requested):
                     return
                 for key, _ in sel.select(_POLL):
@@ -295,7 +295,14 @@ class ForkExecutor(Executor):
                 self._close(child)
             sel.close()
 
-    def _spawn(self, evaluator: BaseEvaluator, task: ItemTask) -> _Child:
+    def _spawn(
+        self,
+        evaluator: BaseEvaluator,
+        task: ItemTask,
+        children: dict[int, _Child],
+        sel: selectors.BaseSelector,
+    ) -> ItemResult | None:
+        """Fork the item's child and register it; a record only when the fork failed."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -311,21 +318,42 @@ class ForkExecutor(Executor):
             with contextlib.suppress(Exception):
                 stream.flush()
         parent = os.getpid()
-        # no signal handler may run in the child before it has set its own dispositions
+        # Signals stay blocked until the child is registered: no handler may run in the
+        # child before it has set its own dispositions, and a second Ctrl-C (HardStop) must
+        # not leave a child the cleanup does not know about.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError as exc:  # out of processes or memory: this item cannot start
+                for fd in (rfd, wfd):
+                    os.close(fd)
+                out.close()
+                err.close()
+                return _error_record(
+                    task,
+                    ErrorInfo(
+                        stage="executor",
+                        type="ForkFailed",
+                        message=f"could not start the item's process: {exc}",
+                    ),
+                    0.0,
+                    "crashed",
+                )
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 os.close(rfd)
                 _child_main(evaluator, task, wfd, out, err, parent, self.options.max_output_bytes)
+            os.close(wfd)
             with contextlib.suppress(OSError):  # also here: the child may not have run yet
                 os.setpgid(pid, pid)
+            now = time.monotonic()
+            timeout = self.options.timeout
+            child = _Child(pid, task, rfd, out, err, now, now + timeout if timeout else None)
+            children[pid] = child
+            sel.register(rfd, selectors.EVENT_READ, child)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        os.close(wfd)
-        now = time.monotonic()
-        timeout = self.options.timeout
-        return _Child(pid, task, rfd, out, err, now, now + timeout if timeout else None)
+        return None
 
     def _supervise(self, child: _Child, now: float, stop_deadline: float | None) -> None:
         if child.status is not None:

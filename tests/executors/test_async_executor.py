@@ -1,0 +1,259 @@
+"""``--executor async``: many ``async def run`` items in flight in one process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+MANY_EVALUATOR = """
+import asyncio
+import os
+
+from agenteval import BaseEvaluator
+
+IN_FLIGHT = []
+
+
+class Many(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(200)]
+
+    async def run(self, item):
+        IN_FLIGHT.append(item["id"])
+        seen = len(IN_FLIGHT)
+        await asyncio.sleep(0.5)
+        IN_FLIGHT.remove(item["id"])
+        return {"in_flight": seen, "pid": os.getpid()}
+
+    def evaluate(self, output, item):
+        assert output["in_flight"] <= 100
+"""
+
+FAULTY_EVALUATOR = """
+import asyncio
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class LocalError(Exception):
+    pass
+
+
+class Faulty(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": kind} for kind in ("ok", "slow", "raises", "keyboard-interrupt", "ok-2")]
+
+    async def run(self, item):
+        kind = item["id"]
+        if kind == "slow":
+            await asyncio.sleep(30)
+        if kind == "raises":
+            raise LocalError("async item broke")
+        if kind == "keyboard-interrupt":
+            raise KeyboardInterrupt("raised by the item")
+        await asyncio.sleep(0.05)
+        return "ok"
+
+    async def evaluate(self, output, item):
+        await self.aassert_that(StringContains("ok"), output)
+"""
+
+INTERRUPT_EVALUATOR = """
+import asyncio
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class Interruptible(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": f"item-{n}"} for n in range(8)]
+
+    async def run(self, item):
+        Path("started").mkdir(exist_ok=True)
+        Path("started", item["id"]).touch()
+        await asyncio.sleep(SLEEP)
+        return "done"
+
+    def evaluate(self, output, item):
+        assert output == "done"
+"""
+
+SYNC_EVALUATOR = """
+from agenteval import BaseEvaluator
+
+
+class Blocking(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}]
+
+    def run(self, item):
+        return "sync"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Fine(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}]
+
+    async def run(self, item):
+        return "async"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def many(cli: Any) -> dict[str, Any]:
+    cli.write("many.py", MANY_EVALUATOR)
+    result = cli.run(
+        "many.py",
+        "--executor",
+        "async",
+        "-c",
+        "100",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+    )
+    return {"cli": cli, "result": result}
+
+
+def faulty(cli: Any) -> dict[str, Any]:
+    cli.write("faulty.py", FAULTY_EVALUATOR)
+    result = cli.run(
+        "faulty.py",
+        "--executor",
+        "async",
+        "-c",
+        "10",
+        "--timeout",
+        "0.5",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+    )
+    return {"cli": cli, "result": result}
+
+
+def interrupted(cli: Any, sleep: float, *args: str) -> dict[str, Any]:
+    cli.write("interrupt.py", INTERRUPT_EVALUATOR.replace("SLEEP", repr(sleep)))
+    started = time.monotonic()
+    proc = cli.start(
+        "interrupt.py",
+        "--executor",
+        "async",
+        "-c",
+        "4",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+        *args,
+    )
+    folder = cli.root / "started"
+    assert cli.wait_until(lambda: folder.exists() and len(list(folder.iterdir())) >= 4, 20)
+    os.kill(proc.pid, signal.SIGINT)
+    result = cli.finish(proc, started)
+    return {"cli": cli, "result": result, "started": sorted(p.name for p in folder.iterdir())}
+
+
+def sync(cli: Any) -> dict[str, Any]:
+    cli.write("sync.py", SYNC_EVALUATOR)
+    return {"cli": cli, "result": cli.run("sync.py", "--executor", "async", "--no-progress")}
+
+
+@pytest.fixture(scope="module")
+def async_runs(cli_factory: Any) -> dict[str, Any]:
+    scenarios: dict[str, Any] = {
+        "many": (many,),
+        "faulty": (faulty,),
+        "interrupted": (interrupted, 1.0),
+        "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
+        "sync": (sync,),
+    }
+    with ThreadPoolExecutor(len(scenarios)) as pool:
+        return {
+            name: pool.submit(fn, cli_factory(name), *args)
+            for name, (fn, *args) in scenarios.items()
+        }
+
+
+def test_async_runs_many_items_concurrently_in_one_process(async_runs: dict[str, Any]) -> None:
+    got = async_runs["many"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = cli.json("report.json")
+    items = cli.items_of(report)
+    assert len(items) == 200
+    assert {i["output"]["pid"] for i in items} == {result_pid(cli)}
+    assert max(i["output"]["in_flight"] for i in items) == 100
+    # 200 items of 0.5 s, 100 at a time: two rounds, about 1 s (bounds for a noisy box)
+    assert 0.95 < report["run"]["duration_s"] < 4
+
+
+def result_pid(cli: Any) -> int:
+    """The CLI's pid: async items run in the CLI process itself."""
+    (proc,) = cli.started
+    return int(proc.pid)
+
+
+def test_async_timeout_marks_only_the_slow_item(async_runs: dict[str, Any]) -> None:
+    got = async_runs["faulty"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.elapsed < 15
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {
+        "ok": "passed",
+        "slow": "timeout",
+        "raises": "error",
+        "keyboard-interrupt": "error",
+        "ok-2": "passed",
+    }
+    errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
+    assert errors["slow"]["message"] == "item exceeded --timeout 0.5s and was cancelled"
+    assert (errors["raises"]["type"], errors["raises"]["message"]) == (
+        "LocalError",
+        "async item broke",
+    )
+    assert errors["keyboard-interrupt"]["type"] == "KeyboardInterrupt"
+    assert len(cli.records()) == 5
+
+
+def test_async_interrupt_lets_in_flight_items_finish(async_runs: dict[str, Any]) -> None:
+    got = async_runs["interrupted"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 130, result.stdout + result.stderr
+    records = cli.records()
+    assert sorted(r["id"] for r in records) == got["started"]
+    assert {r["status"] for r in records} == {"passed"}
+    assert 4 <= len(records) < 8
+
+
+def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) -> None:
+    got = async_runs["grace-expiry"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert result.elapsed < 10
+    assert cli.statuses(cli.json("report.json")) == {f"item-{n}": "cancelled" for n in range(4)}
+    assert {r["id"]: r["status"] for r in cli.records()} == {
+        f"item-{n}": "cancelled" for n in range(4)
+    }
+
+
+def test_async_executor_refuses_sync_evaluators(async_runs: dict[str, Any]) -> None:
+    result = async_runs["sync"].result()["result"]
+    assert result.returncode == 2
+    assert result.stderr == (
+        "agenteval: error: --executor async needs `async def run`; not async: Blocking "
+        "(use --executor fork for sync evaluators)\n"
+    )
+    assert result.stdout == ""
