@@ -17,7 +17,15 @@ from typing import Any
 
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator
-from ._results import ErrorInfo, ItemResult, ItemUsage, Stage, item_status, mean_score
+from ._results import (
+    ErrorInfo,
+    ItemResult,
+    ItemStatus,
+    ItemUsage,
+    Stage,
+    item_status,
+    mean_score,
+)
 from ._serialize import json_size, to_jsonable
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
@@ -120,6 +128,25 @@ async def aexecute_item(
     finally:
         exit_item(token)
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+
+
+def fault_record(
+    task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error"
+) -> ItemResult:
+    """The record of an item that produced no record of its own (crashed, timed out, ...)."""
+    return ItemResult(
+        evaluator=task.evaluator_id,
+        id=task.id,
+        index=task.index,
+        repeat=task.repeat,
+        status=status,
+        duration_s=duration,
+        input=to_jsonable(task.input),
+        error=error,
+    )
+
+
+CANCELLED = "the run was interrupted and the item did not finish within the grace period"
 
 
 def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:

@@ -126,10 +126,17 @@ def _dataset_len(dataset: Any) -> int | None:
 
 
 def _dataset_files(dataset: Any) -> dict[str, str | None]:
+    """The dataset's file and its fingerprint, relative to the working directory when inside
+    it (so that a moved checkout can still be resumed)."""
     source = getattr(dataset, "path", None) or getattr(dataset, "source", None)
-    if source and Path(str(source)).is_file():
-        return {str(source): fingerprint(str(source))}
-    return {}
+    if not source or not Path(str(source)).is_file():
+        return {}
+    path = Path(str(source)).resolve()
+    try:
+        shown = path.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        shown = str(path)
+    return {shown: fingerprint(path)}
 
 
 class _Run:

@@ -11,26 +11,12 @@ import asyncio
 import time
 
 from .._evaluator import BaseEvaluator
-from .._item import ItemTask, aexecute_item
-from .._results import ErrorInfo, ItemResult, ItemStatus
-from .._serialize import to_jsonable
+from .._item import CANCELLED, ItemTask, aexecute_item, fault_record
+from .._results import ErrorInfo, ItemResult
 from ._base import Executor, OnResult, StopState, TaskSource
 
 _BACKSTOP = 2.0
 """Seconds beyond the grace period before the signal handler stops the run at once."""
-
-
-def _fault(task: ItemTask, status: ItemStatus, error: ErrorInfo, duration: float) -> ItemResult:
-    return ItemResult(
-        evaluator=task.evaluator_id,
-        id=task.id,
-        index=task.index,
-        repeat=task.repeat,
-        status=status,
-        duration_s=duration,
-        input=to_jsonable(task.input),
-        error=error,
-    )
 
 
 class AsyncExecutor(Executor):
@@ -53,15 +39,15 @@ class AsyncExecutor(Executor):
         try:
             return await asyncio.wait_for(coro, timeout)
         except asyncio.TimeoutError:
-            return _fault(
+            return fault_record(
                 task,
-                "timeout",
                 ErrorInfo(
                     stage="executor",
                     type="Timeout",
                     message=f"item exceeded --timeout {timeout:g}s and was cancelled",
                 ),
                 time.perf_counter() - started,
+                "timeout",
             )
 
     async def _run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
@@ -92,15 +78,11 @@ class AsyncExecutor(Executor):
                 for fut, task in running.items():
                     fut.cancel()
                     on_result(
-                        _fault(
+                        fault_record(
                             task,
-                            "cancelled",
-                            ErrorInfo(
-                                stage="executor",
-                                type="Cancelled",
-                                message="the run was interrupted and the item did not finish within the grace period",
-                            ),
+                            ErrorInfo(stage="executor", type="Cancelled", message=CANCELLED),
                             stop.grace,
+                            "cancelled",
                         )
                     )
                 await asyncio.gather(*running, return_exceptions=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .._evaluator import BaseEvaluator
-from .._item import ItemTask, error_info, execute_item
+from .._item import CANCELLED, ItemTask, error_info, execute_item, fault_record
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import Executor, OnResult, StopState, TaskSource
 
@@ -158,7 +158,7 @@ def _child_main(
         try:
             record = execute_item(evaluator, task, max_output_bytes=max_output_bytes)
         except BaseException as exc:  # HardStop cannot reach a child; be total anyway
-            record = _error_record(task, error_info("run", exc), 0.0)
+            record = fault_record(task, error_info("run", exc), 0.0)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
@@ -166,7 +166,7 @@ def _child_main(
             payload = record.model_dump_json().encode()
         except BaseException as exc:
             payload = (
-                _error_record(task, error_info("evaluate", exc), record.duration_s)
+                fault_record(task, error_info("evaluate", exc), record.duration_s)
                 .model_dump_json()
                 .encode()
             )
@@ -178,27 +178,6 @@ def _child_main(
         code = 71
     finally:
         os._exit(code)
-
-
-def _error_record(
-    task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error"
-) -> ItemResult:
-    return ItemResult(
-        evaluator=task.evaluator_id,
-        id=task.id,
-        index=task.index,
-        repeat=task.repeat,
-        status=status,
-        duration_s=duration,
-        input=_safe_input(task.input),
-        error=error,
-    )
-
-
-def _safe_input(value: Any) -> Any:
-    from .._serialize import to_jsonable
-
-    return to_jsonable(value)
 
 
 def _describe_exit(status: int) -> tuple[str, str]:
@@ -330,7 +309,7 @@ class ForkExecutor(Executor):
                     os.close(fd)
                 out.close()
                 err.close()
-                return _error_record(
+                return fault_record(
                     task,
                     ErrorInfo(
                         stage="executor",
@@ -440,7 +419,7 @@ class ForkExecutor(Executor):
                 error = ErrorInfo(
                     stage="executor",
                     type="Cancelled",
-                    message="the run was interrupted and the item did not finish within the grace period",
+                    message=CANCELLED,
                 )
                 status = "cancelled"
             else:
@@ -452,7 +431,7 @@ class ForkExecutor(Executor):
                     )
                 error = ErrorInfo(stage="executor", type=kind, message=message)
                 status = "crashed"
-            record = _error_record(child.task, error, duration, status)
+            record = fault_record(child.task, error, duration, status)
         if stdout or stderr:
             record = record.model_copy(update={"stdout": stdout, "stderr": stderr})
         return record
