@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from .._item import close_loop, execute_item
+import time
+
+from .._item import CANCELLED, HardStop, close_loop, execute_item, fault_record
+from .._results import ErrorInfo
 from ._base import Executor, OnResult, StopState, TaskSource
 
 
 class InlineExecutor(Executor):
-    """The default (``--concurrency 1``): debuggers, breakpoints and coverage just work."""
+    """The default (``--concurrency 1``): debuggers, breakpoints and coverage just work.
+
+    An in-process item cannot be killed: when the grace period after the first interrupt
+    runs out, the runner's second signal stops the item where it is and it is recorded
+    ``cancelled``.
+    """
 
     name = "inline"
 
@@ -20,6 +28,13 @@ class InlineExecutor(Executor):
                 if pulled is None:
                     break
                 evaluator, task = pulled
-                on_result(execute_item(evaluator, task, max_output_bytes=limit))
+                started = time.perf_counter()
+                try:
+                    record = execute_item(evaluator, task, max_output_bytes=limit)
+                except HardStop:
+                    error = ErrorInfo(stage="executor", type="Cancelled", message=CANCELLED)
+                    on_result(fault_record(task, error, time.perf_counter() - started, "cancelled"))
+                    raise
+                on_result(record)
         finally:
             close_loop()

@@ -173,6 +173,8 @@ class ConsoleOutput(OutputDriver):
                 lines.extend(
                     (f"    {safe(t)}", "dim") for t in s.error.traceback.rstrip().splitlines()
                 )
+        if s.error is not None and s.total == 0:
+            return lines  # nothing ran: the error line says it all
         if not s.complete:
             lines.append(("  interrupted: not every item of this evaluator ran", "yellow"))
         counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errors"
@@ -207,7 +209,7 @@ class ConsoleOutput(OutputDriver):
             score = "-" if item.score is None else f"{item.score:.2f}"
             lines.append(
                 (
-                    f"  {item.status.upper():9}{safe(label)} · score {score} · {_secs(item.duration_s)}",
+                    f"  {_tag(item.status)}{safe(label)} · score {score} · {_secs(item.duration_s)}",
                     None,
                 )
             )
@@ -215,7 +217,7 @@ class ConsoleOutput(OutputDriver):
             e = item.error
             lines.append(
                 (
-                    f"  {item.status.upper():9}{safe(label)} · {e.stage} · {e.type}: {_one_line(e.message)}",
+                    f"  {_tag(item.status)}{safe(label)} · {e.stage} · {e.type}: {_one_line(e.message)}",
                     "yellow",
                 )
             )
@@ -227,7 +229,7 @@ class ConsoleOutput(OutputDriver):
                 tag = "SOFT" if a.soft else "FAIL"
                 lines.append(
                     (
-                        f"  {tag:9}{safe(label)} · {a.name} · {_one_line(a.message)} (score {a.score:.2f}){site}",
+                        f"  {_tag(tag)}{safe(label)} · {a.name} · {_one_line(a.message)} (score {a.score:.2f}){site}",
                         "magenta" if a.soft else "red",
                     )
                 )
@@ -247,6 +249,9 @@ class ConsoleOutput(OutputDriver):
         parts = [f"{run.passed} passed", f"{run.failed} failed", f"{run.errored} errors"]
         if run.cancelled:
             parts.append(f"{run.cancelled} cancelled")
+        broken = sum(1 for e in run.evaluators if e.error is not None)
+        if broken:
+            parts.append(f"{broken} evaluator{'s' if broken != 1 else ''} errored")
         if skipped:
             parts.append(f"{skipped} evaluator{'s' if skipped != 1 else ''} skipped")
         word = {0: "PASSED", 1: "FAILED", 2: "ERROR"}.get(run.exit_code, "INTERRUPTED")
@@ -280,6 +285,11 @@ class ConsoleOutput(OutputDriver):
             )
         )
         return lines
+
+
+def _tag(status: str) -> str:
+    """A status column: at least one space after the word, even for CANCELLED."""
+    return f"{status.upper():<8} "
 
 
 def _items(n: int) -> str:
