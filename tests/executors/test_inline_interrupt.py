@@ -1,0 +1,56 @@
+"""Sequential runs: Ctrl-C lets the item finish within the grace period, else cancels it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
+
+HANGS = """
+    import time
+    from pathlib import Path
+    from agenteval import BaseEvaluator
+
+    class Hangs(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": "quick"}, {"id": "stuck"}, {"id": "never"}]
+
+        def run(self, item):
+            if item["id"] == "stuck":
+                Path("started").write_text("yes")
+                time.sleep(60)
+            return "done"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_inline_interrupt_cancels_an_item_past_the_grace_period(tmp_path: Path) -> None:
+    (tmp_path / "evaluators").mkdir()
+    (tmp_path / "evaluators" / "hangs.py").write_text(textwrap.dedent(HANGS))
+    proc = subprocess.Popen(
+        [AGENTEVAL, "run", "--grace", "0.5", "--output-json", "out.json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "the stuck item never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 130, out
+    items = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
+    assert [(i["id"], i["status"]) for i in items] == [("quick", "passed"), ("stuck", "cancelled")]
+    assert "Resume with: agenteval run ... --resume " in out
+    records = next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
+    assert [json.loads(line)["status"] for line in records.splitlines()] == ["passed", "cancelled"]
