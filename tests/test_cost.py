@@ -68,7 +68,7 @@ def test_usage_is_split_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     lines = stream.getvalue().splitlines()
     assert "cost: $6.0000 · agent $2.0000 · judge $4.0000" in lines
     assert (
-        "tokens: agent 1,000,000 in / 0 out · judge 2,000,000 in / 200,000 out (2 calls, 0 cached, 0 retries)"
+        "tokens: agent 1,000,000 in / 0 out · judge 2,000,000 in / 200,000 out (2 calls, 0 cached)"
         in lines
     )
     doc = json.loads((tmp_path / "out.json").read_text())

@@ -235,6 +235,9 @@ class ConsoleOutput(OutputDriver):
                 )
             elif self.verbose:
                 lines.append((f"      ok  {a.name} (score {a.score:.2f})", "dim"))
+        u = item.usage
+        if self.verbose and (u.agent or u.judge or u.judge_calls):
+            lines.append((f"      tokens: {_usage_text(u)}", "dim"))
         if self.verbose and (item.stdout or item.stderr):
             for stream, text in (("stdout", item.stdout), ("stderr", item.stderr)):
                 if text:
@@ -268,8 +271,11 @@ class ConsoleOutput(OutputDriver):
         u = run.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"tokens: {_usage_text(u)}", "dim"))
-        if run.cost is not None:
-            parts_ = [f"${run.cost.total:.4f}"]
+        if run.cost is not None and (
+            run.cost.agent is not None or run.cost.judge is not None or run.cost.unpriced_models
+        ):
+            priced = run.cost.agent is not None or run.cost.judge is not None
+            parts_ = [f"${run.cost.total:.4f}"] if priced else []
             if run.cost.agent is not None:
                 parts_.append(f"agent ${run.cost.agent:.4f}")
             if run.cost.judge is not None:
@@ -292,14 +298,21 @@ def _tag(status: str) -> str:
     return f"{status.upper():<8} "
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one}" if n == 1 else f"{n} {many or one + 's'}"
+
+
 def _items(n: int) -> str:
-    return f"{n} item" if n == 1 else f"{n} items"
+    return _count(n, "item")
 
 
 def _usage_text(u: Any) -> str:
     text = f"agent {u.agent.input_tokens:,} in / {u.agent.output_tokens:,} out"
-    text += f" · judge {u.judge.input_tokens:,} in / {u.judge.output_tokens:,} out"
-    text += f" ({u.judge_calls} calls, {u.cached_calls} cached, {u.retries} retries)"
+    if u.judge_calls:
+        text += f" · judge {u.judge.input_tokens:,} in / {u.judge.output_tokens:,} out"
+        text += f" ({_count(u.judge_calls, 'call')}, {u.cached_calls} cached)"
+    if u.retries:
+        text += f" · {_count(u.retries, 'retry', 'retries')}"
     return text
 
 
