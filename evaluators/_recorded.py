@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agenteval import EvaluationError
-from agenteval.llm import Model, ModelRequest
-from agenteval.llm._factory import default_agent_model
+from agenteval.llm import Model, ModelRequest, default_agent_model
 from agenteval.testing import ScriptedModel
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -12,8 +12,8 @@ step and token budgets.
 Offline the agent's model replays recorded replies from ``fixtures/refund_conversations.json``
 (recorded fixture data, see ``_recorded.py``); set ``AGENTEVAL_AGENT_MODEL`` (for example
 ``anthropic:claude-haiku-4-5``) to run the same conversations on a real model.
-``RefundConversationJudgedEvaluator`` adds ``TaskCompletionJudge`` and is skipped unless
-``AGENTEVAL_JUDGE_MODEL`` names a judge model.
+``RefundConversationJudgedEvaluator`` runs the same checks and adds ``TaskCompletionJudge``;
+it is skipped unless ``AGENTEVAL_JUDGE_MODEL`` names a judge model.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from agenteval.assertions import (
 from agenteval.conversation import ApprovalRequest, Conversation
 from agenteval.datasets import JsonDataset
 from agenteval.judges import TaskCompletionJudge
-from agenteval.llm._factory import default_judge_model
+from agenteval.llm import default_judge_model
 from agenteval.trajectory import Trajectory
 
 DATASETS = Path(__file__).parent / "datasets"
@@ -163,5 +163,6 @@ class RefundConversationJudgedEvaluator(RefundConversationEvaluator):
         self.judge = judge
 
     def evaluate(self, trajectory: Trajectory, item: dict[str, Any]) -> None:
+        super().evaluate(trajectory, item)
         # Given the approver's decision, did the conversation serve the customer?
         self.assert_that(TaskCompletionJudge(self.judge, goal=item["goal"]), trajectory)

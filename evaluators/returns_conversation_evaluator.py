@@ -8,8 +8,9 @@ in between, because the agent converts to a :class:`~agenteval.trajectory.Trajec
 
 Offline the agent's model replays recorded replies from ``fixtures/returns_conversation.json``
 (recorded fixture data, see ``_recorded.py``); set ``AGENTEVAL_AGENT_MODEL`` to run on a real
-model. ``ReturnsConversationJudgedEvaluator`` grades the final advice against
-``expected_output`` with LLM judges and is skipped unless ``AGENTEVAL_JUDGE_MODEL`` is set.
+model. ``ReturnsConversationJudgedEvaluator`` runs the same checks and adds LLM judges
+grading the final advice against ``expected_output``; it is skipped unless
+``AGENTEVAL_JUDGE_MODEL`` is set.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from agenteval.assertions import (
 )
 from agenteval.datasets import YamlDataset
 from agenteval.judges import AgentJudge, CorrectnessJudge
-from agenteval.llm._factory import default_judge_model
+from agenteval.llm import default_judge_model
 from agenteval.trajectory import Trajectory, as_trajectory
 
 DATASETS = Path(__file__).parent / "datasets"
@@ -115,6 +116,7 @@ class ReturnsConversationJudgedEvaluator(ReturnsConversationEvaluator):
         self.judge = judge
 
     def evaluate(self, agent: ToolAgent, item: dict[str, Any]) -> None:
+        super().evaluate(agent, item)
         trajectory = trajectory_of(agent)
         self.assert_that(
             CorrectnessJudge(self.judge, expected=item["expected_output"]),

@@ -100,7 +100,9 @@ def test_cli_run_error_exits_2_and_keeps_earlier_assertions(
     )
     result = cli("run", "--output-json", "out.json")
     assert result.code == 2, result
-    assert "  ERROR    item 0 · evaluate · RuntimeError: judge unavailable" in result.lines
+    assert (
+        "  ERROR    item 0 · evaluate · RuntimeError: judge unavailable  evaluators/boom.py:14"
+    ) in result.lines
     item = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"][0]
     assert item["status"] == "error"
     assert item["output"] == "partial"

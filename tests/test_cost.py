@@ -21,7 +21,7 @@ class JudgedEvaluator(BaseEvaluator):
             "usage": {"input_tokens": 1_000_000, "output_tokens": 100_000},
             "model": "judge-x",
         }
-        self.judge = ScriptedModel([verdict, verdict])
+        self.judge = ScriptedModel([verdict, verdict], name="scripted:judge-x")
 
     def get_dataset(self) -> list[dict[str, str]]:
         return [{"id": "a", "q": "refund?"}, {"id": "b", "q": "refund!"}]
@@ -45,7 +45,7 @@ def test_usage_is_split_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "evaluation.py").write_text(
         "from agenteval.outputs import ConsoleOutput, JsonOutput\n"
         "output = [JsonOutput('out.json')]\n"
-        "prices = {'judge-x': {'input': 1.0, 'output': 10.0}, 'agent': {'input': 2.0, 'output': 0.0}}\n"
+        "prices = {'scripted:judge-x': {'input': 1.0, 'output': 10.0}, 'agent': {'input': 2.0, 'output': 0.0}}\n"
     )
     stream = io.StringIO()
     from agenteval.outputs import ConsoleOutput, JsonOutput

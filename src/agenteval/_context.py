@@ -29,8 +29,9 @@ class ItemContext:
     def add_judge_call(self, usage: Usage, *, cached: bool, retries: int, model: str = "") -> None:
         """Account one judge, simulator or embedding call to this item.
 
-        A cached call costs nothing; ``model`` (the provider's model name) lets a price
-        table turn judge usage into cost.
+        A cached call costs nothing; ``model`` (the configured model's ``name``, such as
+        ``"anthropic:claude-3-5-haiku-latest"``) lets a price table turn judge usage into
+        cost. A call that failed for good is accounted with empty usage and its retries.
         """
         self.judge_calls += 1
         self.retries += retries

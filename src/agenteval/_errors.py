@@ -70,7 +70,13 @@ class JudgeError(EvaluationError):
 
 
 class ProviderError(EvaluationError):
-    """A call to a model provider failed and will not be retried further."""
+    """A call to a model provider failed and will not be retried further.
+
+    ``retries`` is how many times the call was retried before it failed for good (set by
+    the retry loop; reports add it to the item's retries).
+    """
+
+    retries: int = 0
 
 
 class ProviderAuthError(ProviderError):

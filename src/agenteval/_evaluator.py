@@ -46,6 +46,8 @@ class BaseEvaluator:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if isinstance(cls.__dict__.get("tags"), str):
+            cls.tags = (cls.__dict__["tags"],)  # `tags = "smoke"` means one tag, not five
         if cls.__dict__.get("__abstract__", False):
             return
         missing = [m for m in _REQUIRED if getattr(cls, m) is getattr(BaseEvaluator, m)]

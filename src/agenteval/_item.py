@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import sys
 import time
 import traceback
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._context import ItemContext, enter_item, exit_item
-from ._evaluator import BaseEvaluator
+from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
     ErrorInfo,
     ItemResult,
@@ -130,6 +131,29 @@ async def aexecute_item(
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
+def record_json(record: ItemResult) -> str:
+    """The record as JSON, never failing on text UTF-8 cannot hold.
+
+    Python strings may hold lone surrogates (``json.loads('"\\ud83d"')`` makes one);
+    they become U+FFFD rather than costing the item its record.
+    """
+    try:
+        return record.model_dump_json()
+    except ValueError:  # PydanticSerializationError
+        scrubbed = _scrub(record.model_dump(mode="python"))
+        return ItemResult.model_validate(scrubbed).model_dump_json()
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
 def fault_record(
     task: ItemTask, error: ErrorInfo, duration: float, status: ItemStatus = "error"
 ) -> ItemResult:
@@ -162,11 +186,35 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
     except Exception:  # a broken __str__ must not lose the item
         message = f"<{cls.__qualname__}: str() failed>"
     tb_start = exc.__traceback__
-    # the first frames are ours (execute_item): start the traceback at the user's code
-    while tb_start is not None and tb_start.tb_frame.f_code.co_filename == __file__:
+    # the first frames are agenteval's (the runner calling set_up, run, ...): start at the
+    # user's code, and point at the deepest user frame as the error's site
+    while tb_start is not None and _is_ours(tb_start.tb_frame.f_code.co_filename):
         tb_start = tb_start.tb_next
+    file = line = None
+    walk = tb_start
+    while walk is not None:
+        filename = walk.tb_frame.f_code.co_filename
+        if not _is_ours(filename) and not filename.startswith("<"):
+            file, line = filename, walk.tb_lineno
+        walk = walk.tb_next
     tb = "".join(traceback.format_exception(cls, exc, tb_start or exc.__traceback__))
-    return ErrorInfo(stage=stage, type=name, message=message, traceback=tb)
+    return ErrorInfo(
+        stage=stage,
+        type=name,
+        message=message,
+        traceback=tb,
+        file=_shown_path(file) if file else None,
+        line=line,
+    )
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+
+
+def _is_ours(filename: str) -> bool:
+    """Frames of agenteval itself or the standard library are not the user's call site."""
+    return filename.startswith((_PACKAGE_DIR, _STDLIB_DIR))
 
 
 def _as_trajectory(output: Any) -> Any:

@@ -59,6 +59,12 @@ class Journal:
         self.dir = run_dir
         self.manifest = manifest
         self._fd: int | None = None
+        self._size = 0
+
+    @property
+    def records_path(self) -> Path:
+        """The records file, ``records.jsonl``."""
+        return self.dir / "records.jsonl"
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str, manifest: dict[str, Any]) -> Journal:
@@ -83,13 +89,22 @@ class Journal:
         """Rewrite the manifest atomically."""
         atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
 
-    def append(self, record_json: str) -> None:
-        """Append one terminal record (its JSON); one ``write``, so lines never interleave."""
+    def append(self, record_json: str) -> tuple[int, int]:
+        """Append one terminal record (its JSON); one ``write``, so lines never interleave.
+
+        Returns where the record sits in the file (offset, length without the newline), so
+        that readers can find it again without keeping it in memory.
+        """
         if self._fd is None:
             self._fd = self._open_records()
-        data = memoryview((record_json + "\n").encode())
+            self._size = os.fstat(self._fd).st_size
+        encoded = (record_json + "\n").encode()
+        offset = self._size
+        data = memoryview(encoded)
         while data:  # a regular file takes it in one write; loop in case it does not
             data = data[os.write(self._fd, data) :]
+        self._size += len(encoded)
+        return offset, len(encoded) - 1
 
     def _open_records(self) -> int:
         """Open records.jsonl for appending, ending a torn last line left by a killed run.
@@ -144,6 +159,23 @@ def read_records(run_dir: Path) -> Iterator[ItemResult]:
                 break  # a torn last line: the write never completed
             try:
                 yield ItemResult.model_validate_json(raw)
+            except ValueError:
+                continue
+
+
+def read_records_at(run_dir: Path) -> Iterator[tuple[ItemResult, int, int]]:
+    """Like :func:`read_records`, with each record's offset and length in the file."""
+    path = run_dir / "records.jsonl"
+    if not path.exists():
+        return
+    offset = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            start, offset = offset, offset + len(raw)
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                yield ItemResult.model_validate_json(raw), start, len(raw) - 1
             except ValueError:
                 continue
 

@@ -7,8 +7,11 @@ journal and read back by output drivers. Keep every field JSON-safe.
 
 from __future__ import annotations
 
+import heapq
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
@@ -90,6 +93,8 @@ class ErrorInfo(BaseModel):
     type: str
     message: str
     traceback: str = ""
+    file: str | None = None
+    line: int | None = None
 
 
 class ItemUsage(BaseModel):
@@ -191,6 +196,40 @@ def _rate(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
+class _Spans:
+    """Records kept on disk: where each sits in a records file, sorted by dataset order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.index = array("q")
+        self.repeat = array("q")
+        self.offset = array("q")
+        self.length = array("q")
+
+    def add(self, index: int, repeat: int, offset: int, length: int) -> None:
+        self.index.append(index)
+        self.repeat.append(repeat)
+        self.offset.append(offset)
+        self.length.append(length)
+
+    def sorted(self) -> _Spans:
+        order = sorted(range(len(self.index)), key=lambda i: (self.index[i], self.repeat[i]))
+        out = _Spans(self.path)
+        for name in ("index", "repeat", "offset", "length"):
+            column = getattr(self, name)
+            setattr(out, name, array("q", (column[i] for i in order)))
+        return out
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def read(self) -> Iterator[tuple[int, int, str]]:
+        with open(self.path, "rb") as fh:
+            for i in range(len(self.index)):
+                fh.seek(self.offset[i])
+                yield self.index[i], self.repeat[i], fh.read(self.length[i]).decode()
+
+
 class EvaluatorSummary(BaseModel):
     """The results of one evaluator, with the figures Neuron reports.
 
@@ -198,10 +237,12 @@ class EvaluatorSummary(BaseModel):
     ``duration_s.total`` is real wall-clock time; ``duration_s.average`` is the mean item
     duration, which under parallel execution can exceed ``total / count``.
 
-    ``items`` holds every :class:`ItemResult` in dataset order. Records are kept as compact
-    JSON and turned back into models when ``items`` is read, so a run of a million items
-    does not keep a million models in memory; read it once and keep the list if you need
-    it several times. ``notable_items`` (failures, errors, soft failures) is kept as models.
+    ``items`` holds every :class:`ItemResult` in dataset order. Records are not kept as
+    models: in a journaled run only their place in ``records.jsonl`` is kept, otherwise
+    their compact JSON, and they are read back when ``items`` is read — so a run of a
+    million items does not hold a million models in memory. Read it once and keep the list
+    if you need it several times. ``notable_items`` (failures, errors, soft failures) is
+    kept as models.
     """
 
     name: str
@@ -227,20 +268,25 @@ class EvaluatorSummary(BaseModel):
     usage: ItemUsage = Field(default_factory=ItemUsage)
     notable_items: list[ItemResult] = Field(default_factory=list)
     complete: bool = True
-    _records: list[ItemResult | str] = PrivateAttr(default_factory=list)
+    _records: list[tuple[int, int, ItemResult | str]] = PrivateAttr(default_factory=list)
+    _spans: _Spans | None = PrivateAttr(default=None)
 
     @property
     def items(self) -> list[ItemResult]:
         """Every item result, in dataset order (materialised on each access)."""
-        return [
-            r if isinstance(r, ItemResult) else ItemResult.model_validate_json(r)
-            for r in self._records
-        ]
+        return [ItemResult.model_validate_json(text) for text in self.item_json()]
 
     def item_json(self) -> Iterator[str]:
         """Every item as its JSON text, in dataset order (what reports and journals store)."""
-        for r in self._records:
-            yield r if isinstance(r, str) else r.model_dump_json()
+        kept = (
+            (i, r, v if isinstance(v, str) else v.model_dump_json()) for i, r, v in self._records
+        )
+        if self._spans is None:
+            for _, _, text in kept:
+                yield text
+            return
+        for _, _, text in heapq.merge(kept, self._spans.read(), key=lambda t: (t[0], t[1])):
+            yield text
 
     @classmethod
     def build(
@@ -275,11 +321,12 @@ class EvaluatorSummary(BaseModel):
 class SummaryBuilder:
     """Accumulates an evaluator's figures one item at a time, in any order.
 
-    The runner feeds it each record as it completes, with the record's JSON text, so that
-    nothing but that text is retained per item.
+    The runner feeds it each record as it completes, with where the journal stored it
+    (``at``) or its JSON text (``raw``), so nothing but that is retained per item.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: Path | None = None) -> None:
+        self._spans = _Spans(store) if store is not None else None
         self._records: list[tuple[int, int, ItemResult | str]] = []
         self._notable: list[ItemResult] = []
         self._counts = {"passed": 0, "failed": 0, "error": 0, "cancelled": 0}
@@ -299,9 +346,15 @@ class SummaryBuilder:
         self._calls = [0, 0, 0]
         self._by_model: dict[str, Usage] = {}
 
-    def add(self, item: ItemResult, raw: str | None = None) -> None:
-        """Account one item; ``raw`` is its JSON text, kept instead of the model."""
-        self._records.append((item.index, item.repeat, raw if raw is not None else item))
+    def add(
+        self, item: ItemResult, raw: str | None = None, at: tuple[int, int] | None = None
+    ) -> None:
+        """Account one item: keep where it is stored (``at``: offset and length in the
+        store file) if given, else ``raw`` (its JSON text), else the model itself."""
+        if at is not None and self._spans is not None:
+            self._spans.add(item.index, item.repeat, *at)
+        else:
+            self._records.append((item.index, item.repeat, raw if raw is not None else item))
         status = "error" if item.status in ERROR_STATUSES else item.status
         self._counts[status] += 1
         if status != "cancelled":
@@ -363,7 +416,7 @@ class SummaryBuilder:
     ) -> EvaluatorSummary:
         """The summary of everything added so far (``complete=False``: interrupted)."""
         counts = self._counts
-        total = len(self._records)
+        total = len(self._records) + (len(self._spans) if self._spans is not None else 0)
         if error is not None:
             status: EvaluatorStatus = "error"
         elif skip_reason is not None:
@@ -433,7 +486,8 @@ class SummaryBuilder:
             notable_items=sorted(self._notable, key=lambda r: (r.index, r.repeat)),
             complete=complete,
         )
-        summary._records = [r for _, _, r in sorted(self._records, key=lambda t: (t[0], t[1]))]
+        summary._records = sorted(self._records, key=lambda t: (t[0], t[1]))
+        summary._spans = self._spans.sorted() if self._spans else None
         return summary
 
 

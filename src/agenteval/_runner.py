@@ -33,8 +33,8 @@ from ._errors import (
 )
 from ._evaluator import BaseEvaluator, is_async
 from ._executors._base import Executor, ExecutorOptions, StopState
-from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info
-from ._journal import DEFAULT_RUNS_DIR, Journal, find_run, fingerprint, latest_records, new_run_id
+from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
+from ._journal import DEFAULT_RUNS_DIR, Journal, find_run, fingerprint, new_run_id, read_records_at
 from ._redact import Redactor
 from ._results import (
     ERROR_STATUSES,
@@ -63,6 +63,7 @@ class _EvaluatorState:
     position: int
     instance: BaseEvaluator | None = None
     builder: SummaryBuilder = field(default_factory=SummaryBuilder)
+    """Replaced by one that keeps records on disk when the run is journaled."""
     pending: int = 0
     exhausted: bool = False
     finalised: bool = False
@@ -80,16 +81,20 @@ class _Drivers:
 
     def __init__(self, drivers: Sequence[OutputDriver]) -> None:
         self.drivers = list(drivers)
-        self.errors: list[str] = []
+        self._errors: dict[str, int] = {}
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per distinct failure, with how often it happened."""
+        return [f"{e} ({n} times)" if n > 1 else e for e, n in self._errors.items()]
 
     def call(self, hook: str, *args: Any) -> None:
         for driver in self.drivers:
             try:
                 getattr(driver, hook)(*args)
-            except Exception as exc:
-                self.errors.append(
-                    f"{type(driver).__name__}.{hook}() raised {type(exc).__name__}: {exc}"
-                )
+            except (Exception, SystemExit) as exc:  # rich exits on a broken stdout pipe
+                error = f"{type(driver).__name__}.{hook}() raised {type(exc).__name__}: {exc}"
+                self._errors[error] = self._errors.get(error, 0) + 1
 
 
 def _item_id(item: Any, index: int) -> str | int:
@@ -148,11 +153,14 @@ class _Run:
         drivers: _Drivers,
         options: ExecutorOptions,
         journal: Journal | None,
-        previous: dict[tuple[str, str, int], ItemResult],
+        previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]],
         redact: Redactor,
         stop: StopState,
     ) -> None:
-        self.states = [_EvaluatorState(spec, i) for i, spec in enumerate(specs)]
+        store = journal.records_path if journal is not None else None
+        self.states = [
+            _EvaluatorState(spec, i, builder=SummaryBuilder(store)) for i, spec in enumerate(specs)
+        ]
         self.by_id = {s.spec.id: s for s in self.states}
         self.drivers = drivers
         self.options = options
@@ -252,9 +260,10 @@ class _Run:
             seen.add(str(item_id))
             task = ItemTask(state.spec.id, index, item_id, item)
             index += 1
-            done = self.previous.get((state.spec.id, str(item_id), 0))
-            if done is not None:
-                state.builder.add(done)
+            previous = self.previous.get((state.spec.id, str(item_id), 0))
+            if previous is not None:
+                done, offset, length = previous
+                state.builder.add(done, at=(offset, length))
                 self.drivers.call("item_finished", done)
                 continue
             state.pending += 1
@@ -265,13 +274,14 @@ class _Run:
     # -- results ---------------------------------------------------------------------
     def on_result(self, result: ItemResult) -> None:
         state = self.by_id[result.evaluator]
-        text = result.model_dump_json()
+        text = record_json(result)
         if self.redact and any(s in text for s in self.redact.secrets):
             text = self.redact(text)
             result = ItemResult.model_validate_json(text)
         if self.journal is not None:
-            self.journal.append(text)
-        state.builder.add(result, text)
+            state.builder.add(result, at=self.journal.append(text))
+        else:
+            state.builder.add(result, raw=text)
         state.pending -= 1
         self.drivers.call("item_finished", result)
         self._maybe_finalise(state)
@@ -486,6 +496,8 @@ def run_evaluations(
         raise UsageError(f"--concurrency must be at least 1, got {concurrency}")
     if not 0.0 <= min_success_rate <= 1.0:
         raise UsageError(f"--min-success-rate must be between 0 and 1, got {min_success_rate}")
+    if grace < 0:
+        raise UsageError(f"--grace must be 0 or more seconds, got {grace}")
     if timeout is not None and timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout}")
     if resume and retry_errors:
@@ -506,7 +518,10 @@ def run_evaluations(
         where = ", ".join(str(p) for p in paths)
         if filter or tags:
             raise DiscoveryError(
-                f"No evaluator in {where} matches -k {filter!r} / --tag {list(tags)!r}"
+                f"No evaluator in {where} matches "
+                + " and ".join(
+                    ([f"-k {filter!r}"] if filter else []) + [f"--tag {t!r}" for t in tags]
+                )
             )
         raise DiscoveryError(
             f"No evaluators found in {where}: define a BaseEvaluator subclass in a .py file "
@@ -519,7 +534,7 @@ def run_evaluations(
 
     redact = Redactor.from_environ()
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
-    previous: dict[tuple[str, str, int], ItemResult] = {}
+    previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]] = {}
     resumed = False
     argv = list(argv) if argv is not None else list(sys.argv)
     jr: Journal | None = None
@@ -530,7 +545,8 @@ def run_evaluations(
             _check_unchanged(jr.manifest, specs)
         # a record counts as done unless it was cancelled (or, retrying, it errored)
         redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
-        previous = {k: r for k, r in latest_records(run_dir).items() if r.status not in redo}
+        latest = {r.key: (r, offset, length) for r, offset, length in read_records_at(run_dir)}
+        previous = {k: v for k, v in latest.items() if v[0].status not in redo}
         run_id = jr.manifest.get("run_id", run_dir.name)
         resumed = True
     else:

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from agenteval._context import enter_item, exit_item
 from agenteval._errors import EvaluationError, UsageError
 from agenteval.agents import ToolAgent, tool
 from agenteval.conversation import Action, ApprovalRequest, ConversationalAgent
+from agenteval.llm import AnthropicModel, OpenAIModel, RetryPolicy
 from agenteval.llm._types import ModelRequest
+from agenteval.testing import FakeProvider
 from agenteval.testing._scripted import ScriptedModel
 from agenteval.trajectory import Message, Trajectory, Usage, as_trajectory
 
@@ -333,3 +338,68 @@ def test_tool_agent_sends_temperature_and_max_tokens() -> None:
     ToolAgent(model, temperature=0.0, max_tokens=50).chat("hi")
     request: ModelRequest = model.requests[0]
     assert (request.temperature, request.max_tokens, request.tools) == (0.0, 50, [])
+
+
+@tool
+def search(q: str) -> str:
+    """Search the catalogue."""
+    return f"results for {q}"
+
+
+def provider_model(api: str, fake: FakeProvider) -> Any:
+    policy = RetryPolicy(jitter=False, sleep=lambda _: None)
+    if api == "anthropic":
+        return AnthropicModel(
+            "claude-test", api_key="sk-test-123456", base_url=fake.anthropic_base_url, retry=policy
+        )
+    return OpenAIModel(
+        "gpt-test", api_key="sk-test-123456", base_url=fake.openai_base_url, retry=policy
+    )
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_tool_agent_over_fake_provider_keeps_two_calls_of_one_tool(api: str) -> None:
+    replies = [
+        FakeProvider.tool_call("search", {"q": "a"}),
+        FakeProvider.tool_call("search", {"q": "b"}),
+        FakeProvider.text("Done."),
+    ]
+    with FakeProvider(replies) as fake:
+        model = provider_model(api, fake)
+        try:
+            agent = ToolAgent(model, tools=[search])
+            assert agent.chat("search a, then b") == "Done."
+        finally:
+            model.close()
+    trajectory = agent.to_trajectory()
+    assert [(c.inputs, c.result) for c in trajectory.tool_calls()] == [
+        ({"q": "a"}, "results for a"),
+        ({"q": "b"}, "results for b"),
+    ]
+    assert trajectory.step_count() == 3
+
+
+def test_tool_agent_adds_model_retries_to_the_item() -> None:
+    replies = [
+        FakeProvider.rate_limited(retry_after=0),  # retry 1, then the tool call
+        FakeProvider.tool_call("search", {"q": "a"}),
+        FakeProvider.server_error(),  # retries 2 and 3, then the answer
+        FakeProvider.server_error(),
+        FakeProvider.text("Done."),
+    ]
+    ctx, token = enter_item()
+    try:
+        with FakeProvider(replies) as fake:
+            model = provider_model("openai", fake)
+            try:
+                assert ToolAgent(model, tools=[search]).chat("search a") == "Done."
+            finally:
+                model.close()
+    finally:
+        exit_item(token)
+    assert (ctx.retries, ctx.judge_calls) == (3, 0)
+
+
+def test_tool_agent_outside_an_item_ignores_retries() -> None:
+    agent, _ = agent_with({"text": "ok", "retries": 2})
+    assert agent.chat("hi") == "ok"

@@ -141,6 +141,15 @@ def test_trajectory_matches_unordered_failure_message() -> None:
     )
 
 
+def test_trajectory_matches_unordered_failure_message_shows_only_non_empty_parts() -> None:
+    extra = TrajectoryMatches(["a"], Mode.UNORDERED).evaluate(calls("a", "x"))
+    assert extra.message == (
+        "Expected tool calls ['a'] (unordered), got ['a', 'x']: unexpected ['x']"
+    )
+    missing = TrajectoryMatches(["a", "b"], Mode.UNORDERED).evaluate(calls("a"))
+    assert missing.message == "Expected tool calls ['a', 'b'] (unordered), got ['a']: missing ['b']"
+
+
 def test_trajectory_matches_subset_failure_message() -> None:
     result = TrajectoryMatches(["search_orders", "refund_order"], Mode.SUBSET).evaluate(
         calls("refund_order", "search_orders")
@@ -165,6 +174,13 @@ def test_trajectory_matches_accepts_neuron_aliases_and_strings() -> None:
     assert Mode.Subset is Mode.SUBSET
     assert Mode.Strict is Mode.STRICT
     assert TrajectoryMatches(["a"], "superset").mode is Mode.SUPERSET
+
+
+@pytest.mark.parametrize("mode", ["SUBSET", "Subset", "subset", Mode.Subset, Mode.SUBSET])
+def test_trajectory_matches_mode_in_any_case_or_enum(mode: Any) -> None:
+    assertion = TrajectoryMatches(["a"], mode)
+    assert assertion.mode is Mode.SUBSET
+    assert assertion.evaluate(calls("x", "a")).passed
 
 
 def test_trajectory_matches_rejects_a_bare_string() -> None:
@@ -234,6 +250,35 @@ def test_tool_was_called_callable_failure_message() -> None:
     assert result.message == (
         "Expected tool 'refund_order' to be called with arguments accepted by the check; its "
         'calls had arguments: {"amount": 250, "order_id": "123"}'
+    )
+
+
+REFUNDS = Trajectory.from_messages(
+    [
+        Message.assistant("", [ToolCall(id="r1", name="refund_order", inputs={"order_id": "1"})]),
+        Message.tool("r1", "error: amount missing", is_error=True),
+        Message.assistant(
+            "", [ToolCall(id="r2", name="refund_order", inputs={"order_id": "1", "amount": 50})]
+        ),
+        Message.tool("r2", "ok"),
+    ]
+)
+
+
+def test_tool_was_called_check_raising_on_one_call_does_not_hide_a_match() -> None:
+    result = ToolWasCalled("refund_order", lambda i: i["amount"] <= 100).evaluate(REFUNDS)
+    assert result.passed
+    counted = ToolWasCalled("refund_order", lambda i: i["amount"] <= 100, times=1)
+    assert counted.evaluate(REFUNDS).passed
+
+
+def test_tool_was_called_check_raising_is_named_in_the_failure() -> None:
+    result = ToolWasCalled("refund_order", lambda i: i["amount"] > 100).evaluate(REFUNDS)
+    assert (result.passed, result.message) == (
+        False,
+        "Expected tool 'refund_order' to be called with arguments accepted by the check; its "
+        'calls had arguments: {"order_id": "1"}, {"amount": 50, "order_id": "1"} (the check '
+        "raised KeyError: 'amount' on 1 of 2 call(s))",
     )
 
 
@@ -361,6 +406,24 @@ def test_step_count_is_exact() -> None:
         "Expected exactly 2 step(s), got 3",
     )
     assert not StepCount(4).evaluate(REFUND).passed
+
+
+PENDING_THEN_FINAL = Trajectory.from_messages(
+    [
+        Message.user("refund #1"),
+        Message.assistant(
+            "", [ToolCall(id="r", name="refund_order", approval="pending")], Usage(input_tokens=9)
+        ),
+        Message.assistant("", [ToolCall(id="r", name="refund_order", approval="rejected")]),
+        Message.tool("r", "rejected", is_error=True),
+        Message.assistant("I cannot refund that.", usage=Usage(input_tokens=12)),
+    ]
+)
+
+
+def test_step_count_and_max_steps_do_not_count_a_repeated_snapshot() -> None:
+    assert StepCount(2).evaluate(PENDING_THEN_FINAL).passed
+    assert MaxSteps(2).evaluate(PENDING_THEN_FINAL).passed
 
 
 def test_max_steps() -> None:

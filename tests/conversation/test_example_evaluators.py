@@ -14,7 +14,7 @@ import pytest
 
 from agenteval._context import ItemContext, enter_item, exit_item
 from agenteval._errors import EvaluationError, SkipEvaluator
-from agenteval.testing import FakeProvider
+from agenteval.testing import FakeProvider, ScriptedModel
 from agenteval.trajectory import Trajectory
 
 EVALUATORS = Path(__file__).resolve().parents[2] / "evaluators"
@@ -132,6 +132,40 @@ def test_refund_conversation_judged_evaluator_is_skipped_without_a_judge(
     assert info.value.reason == "no judge model configured: set AGENTEVAL_JUDGE_MODEL"
 
 
+def judge_verdicts(n: int) -> ScriptedModel:
+    return ScriptedModel([{"structured": {"reasoning": "Served.", "score": 1.0}}] * n)
+
+
+def test_refund_conversation_judged_evaluator_runs_the_checks_and_adds_the_judge(
+    load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the example uses the public factory, so configuring agenteval.llm reaches it
+    monkeypatch.setattr("agenteval.llm.default_judge_model", lambda: judge_verdicts(1))
+    evaluator = load("refund_conversation_evaluator.py").RefundConversationJudgedEvaluator()
+    evaluator.set_up()
+    ctx, _ = run_item(evaluator, items(evaluator)[0])
+    assert [(a.name, a.passed) for a in ctx.assertions] == [
+        ("TrajectoryMatches", True),
+        ("ToolWasCalled", True),
+        ("ToolWasNotCalled", True),
+        ("ToolWasRejected", True),
+        ("StringContains", True),
+        ("MaxSteps", True),
+        ("TotalTokensAtMost", True),
+        ("TaskCompletionJudge", True),
+    ]
+
+
+def test_example_agent_model_comes_from_the_public_factory(
+    load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    live = ScriptedModel(["Hello."], name="live")
+    monkeypatch.setattr("agenteval.llm.default_agent_model", lambda: live)
+    sys.modules.pop("_recorded", None)
+    module = load("refund_conversation_evaluator.py")
+    assert module.agent_model("refund_conversations.json", "refund-over-limit") is live
+
+
 def test_refund_conversation_runs_on_a_real_model_when_configured(
     load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,6 +211,42 @@ def test_returns_conversation_evaluator_passes_offline(load: Callable[[str], Mod
         ctx, agent = run_item(evaluator, item)
         assert isinstance(agent, module.ToolAgent)  # run returned the agent itself
         assert ctx.assertions and all(a.passed for a in ctx.assertions), item["name"]
+
+
+def test_returns_conversation_cases_have_ids_for_reports(
+    load: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agenteval import run_evaluations
+
+    module = load("returns_conversation_evaluator.py")
+    cases = items(module.ReturnsConversationEvaluator())
+    assert [c["id"] for c in cases] == [c["name"] for c in cases]
+    monkeypatch.chdir(tmp_path)
+    summary = run_evaluations(
+        [module.ReturnsConversationEvaluator], outputs=[], journal=False, cache=False
+    )
+    assert [item.id for item in summary.evaluators[0].items] == [
+        "sale_item_followup",
+        "opened_item_restocking_fee",
+    ]
+
+
+def test_returns_conversation_judged_evaluator_runs_the_checks_and_adds_the_judges(
+    load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("agenteval.llm.default_judge_model", lambda: judge_verdicts(2))
+    evaluator = load("returns_conversation_evaluator.py").ReturnsConversationJudgedEvaluator()
+    evaluator.set_up()
+    ctx, _ = run_item(evaluator, items(evaluator)[0])
+    assert [(a.name, a.passed) for a in ctx.assertions] == [
+        ("StringContainsAll", True),
+        ("StringContainsAll", True),
+        ("ToolWasCalled", True),
+        ("TrajectoryMatches", True),
+        ("MaxToolCalls", True),
+        ("CorrectnessJudge", True),
+        ("AgentJudge", True),
+    ]
 
 
 def test_returns_conversation_sees_every_turn_of_the_returned_agent(

@@ -34,8 +34,8 @@ def refund_order(order_id: str) -> str:
     return f"refunded {order_id}"
 
 
-def simulator(*replies: Any) -> tuple[UserSimulator, ScriptedModel]:
-    model = ScriptedModel(replies, name="scripted:simulator")
+def simulator(*replies: Any, cacheable: bool = False) -> tuple[UserSimulator, ScriptedModel]:
+    model = ScriptedModel(replies, name="scripted:simulator", cacheable=cacheable)
     sim = (
         UserSimulator(model)
         .with_persona("An impatient customer who gives short answers")
@@ -224,8 +224,8 @@ def test_simulator_replies_are_cached_when_the_cache_is_on(tmp_path: Any) -> Non
 
     configure_cache(directory=tmp_path)
     try:
-        first, first_model = simulator(send("hello"))
-        again, again_model = simulator()
+        first, first_model = simulator(send("hello"), cacheable=True)
+        again, again_model = simulator(cacheable=True)
         assert first.next_turn(Trajectory()) == again.next_turn(Trajectory())
         assert (len(first_model.requests), len(again_model.requests)) == (1, 0)
     finally:

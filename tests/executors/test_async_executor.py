@@ -112,6 +112,69 @@ class Fine(BaseEvaluator):
 """
 
 
+CANCELS_EVALUATOR = """
+import asyncio
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Cancels(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": f"ok-{n}"} for n in range(8)] + [
+            {"id": "cancels-in-run"},
+            {"id": "cancels-in-evaluate"},
+        ]
+
+    async def run(self, item):
+        if item["id"] == "cancels-in-run":
+            raise asyncio.CancelledError()
+        await asyncio.sleep(0.2)
+        return "ok"
+
+    async def evaluate(self, output, item):
+        if item["id"] == "cancels-in-evaluate":
+            raise asyncio.CancelledError("gave up")
+        await self.aassert_that(StringContains("ok"), output)
+"""
+
+LOOP_HOOKS_EVALUATOR = """
+import asyncio
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+async def connect():
+    await asyncio.sleep(0)
+    return "connection"
+
+
+async def disconnect():
+    await asyncio.sleep(0)
+    Path("closed").write_text("yes")
+
+
+class LoopHooks(BaseEvaluator):
+    def set_up(self):
+        self.conn = asyncio.run(connect())
+
+    def get_dataset(self):
+        return [{"id": n} for n in range(3)]
+
+    async def run(self, item):
+        await asyncio.sleep(0.05)
+        return f"answer over {self.conn}"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("connection"), output)
+
+    def tear_down(self):
+        asyncio.run(disconnect())
+"""
+
+
 def many(cli: Any) -> dict[str, Any]:
     cli.write("many.py", MANY_EVALUATOR)
     result = cli.run(
@@ -165,6 +228,37 @@ def interrupted(cli: Any, sleep: float, *args: str) -> dict[str, Any]:
     return {"cli": cli, "result": result, "started": sorted(p.name for p in folder.iterdir())}
 
 
+def cancels(cli: Any, *args: str) -> dict[str, Any]:
+    cli.write("cancels.py", CANCELS_EVALUATOR)
+    result = cli.run(
+        "cancels.py",
+        "--executor",
+        "async",
+        "-c",
+        "20",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+        *args,
+    )
+    return {"cli": cli, "result": result}
+
+
+def loop_hooks(cli: Any) -> dict[str, Any]:
+    cli.write("hooks.py", LOOP_HOOKS_EVALUATOR)
+    result = cli.run(
+        "hooks.py",
+        "--executor",
+        "async",
+        "-c",
+        "3",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+    )
+    return {"cli": cli, "result": result}
+
+
 def sync(cli: Any) -> dict[str, Any]:
     cli.write("sync.py", SYNC_EVALUATOR)
     return {"cli": cli, "result": cli.run("sync.py", "--executor", "async", "--no-progress")}
@@ -178,6 +272,9 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "interrupted": (interrupted, 1.0),
         "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
         "sync": (sync,),
+        "cancels": (cancels,),
+        "cancels-with-timeout": (cancels, "--timeout", "10"),
+        "loop-hooks": (loop_hooks,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -257,3 +354,39 @@ def test_async_executor_refuses_sync_evaluators(async_runs: dict[str, Any]) -> N
         "(use --executor fork for sync evaluators)\n"
     )
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("scenario", ["cancels", "cancels-with-timeout"])
+def test_async_cancelled_error_from_user_code_is_an_error_of_that_item(
+    async_runs: dict[str, Any], scenario: str
+) -> None:
+    got = async_runs[scenario].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {f"ok-{n}": "passed" for n in range(8)} | {
+        "cancels-in-run": "error",
+        "cancels-in-evaluate": "error",
+    }
+    errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
+    in_run, in_evaluate = errors["cancels-in-run"], errors["cancels-in-evaluate"]
+    assert (in_run["stage"], in_run["type"], in_run["message"]) == ("run", "CancelledError", "")
+    assert (in_evaluate["stage"], in_evaluate["type"], in_evaluate["message"]) == (
+        "evaluate",
+        "CancelledError",
+        "gave up",
+    )
+    assert "raise asyncio.CancelledError()" in in_run["traceback"]
+    assert 'raise asyncio.CancelledError("gave up")' in in_evaluate["traceback"]
+    assert {r["id"]: r["status"] for r in cli.records()} == cli.statuses(report)
+
+
+def test_async_set_up_and_tear_down_may_call_asyncio_run(async_runs: dict[str, Any]) -> None:
+    got = async_runs["loop-hooks"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    (evaluator,) = cli.json("report.json")["evaluators"]
+    assert (evaluator["status"], evaluator["error"]) == ("passed", None)
+    assert cli.statuses(cli.json("report.json")) == dict.fromkeys(["0", "1", "2"], "passed")
+    assert (cli.root / "closed").read_text() == "yes"

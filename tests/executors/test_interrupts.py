@@ -50,7 +50,8 @@ VARIANTS = {  # name: (signal, expected exit code, sent to the CLI's whole proce
 
 def wait_for_pids(cli: Any, count: int, timeout: float = 20) -> dict[str, int]:
     assert cli.wait_until(lambda: len(cli.pids_in(cli.root / "pids")) >= count, timeout)
-    return cli.pids_in(cli.root / "pids")
+    pids: dict[str, int] = cli.pids_in(cli.root / "pids")
+    return pids
 
 
 def starts(cli: Any) -> list[str]:
@@ -220,6 +221,11 @@ def slow_runs(cli_factory: Any) -> dict[str, Any]:
         }
 
 
+GRACE_EXPECTED = {"quick-0": "passed", "quick-1": "passed"} | {
+    f"slow-{n}": "cancelled" for n in range(4)
+}
+
+
 @pytest.mark.parametrize(
     ("scenario", "code", "name"),
     [("second-sigint", 130, "SIGINT"), ("second-sigterm", 143, "SIGTERM")],
@@ -231,10 +237,13 @@ def test_interrupt_second_signal_stops_at_once(
     result, cli = got["result"], got["cli"]
     assert result.returncode == code, result.stdout + result.stderr
     assert result.elapsed < 8  # far less than the 10 s default grace plus 30 s items
-    assert sorted(r["id"] for r in cli.records()) == ["quick-0", "quick-1"]
+    # the items the second signal cut off are recorded, so that --resume runs them again
+    assert {r["id"]: r["status"] for r in cli.records()} == GRACE_EXPECTED
     assert got["children_gone"]
     assert cli.own_processes() == []
-    assert cli.json("report.json")["run"]["interrupted"] == name
+    report = cli.json("report.json")
+    assert report["run"]["interrupted"] == name
+    assert cli.statuses(report) == GRACE_EXPECTED
 
 
 def test_interrupt_grace_expiry_kills_in_flight_items(slow_runs: dict[str, Any]) -> None:
@@ -245,11 +254,6 @@ def test_interrupt_grace_expiry_kills_in_flight_items(slow_runs: dict[str, Any])
     assert got["children_gone"]
     assert got["leftovers"] == []
     assert got["report"]["run"]["exit_code"] == 130
-
-
-GRACE_EXPECTED = {"quick-0": "passed", "quick-1": "passed"} | {
-    f"slow-{n}": "cancelled" for n in range(4)
-}
 
 
 def test_interrupt_grace_expiry_records_in_flight_items_cancelled(

@@ -328,6 +328,28 @@ def test_agent_judge_without_a_judge_uses_the_default_judge_model(
     assert len(default.requests) == 1
 
 
+def test_agent_judge_judge_may_be_left_out_or_passed_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = ScriptedModel([verdict(1.0)], name="scripted:default")
+    _fake_factory(monkeypatch, default)
+    mine = ScriptedModel([verdict(1.0)], name="scripted:mine")
+
+    left_out = AgentJudge(criteria=CRITERIA)
+    by_name = AgentJudge(judge=mine, criteria=CRITERIA, threshold=0.5)
+
+    assert (left_out.model, by_name.model, by_name.threshold) == (default, mine, 0.5)
+
+
+def test_agent_judge_without_criteria_is_a_type_error() -> None:
+    with pytest.raises(TypeError) as excinfo:
+        AgentJudge(ScriptedModel([]))
+
+    assert str(excinfo.value) == (
+        "AgentJudge: missing required argument 'criteria': pass criteria=..."
+    )
+
+
 def test_agent_judge_without_a_judge_and_no_environment_is_a_config_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -404,7 +426,9 @@ def test_agent_judge_non_string_reference_is_shown_as_json() -> None:
 
 
 def test_agent_judge_cache_hit_makes_no_model_call(cache_on: Path) -> None:
-    model = ScriptedModel([verdict(0.9, "Kind.", input_tokens=50, output_tokens=10)])
+    model = ScriptedModel(
+        [verdict(0.9, "Kind.", input_tokens=50, output_tokens=10)], cacheable=True
+    )
     judge = AgentJudge(model, CRITERIA)
     first = judge.evaluate("Hello!")
 
@@ -420,7 +444,9 @@ def test_agent_judge_cache_hit_makes_no_model_call(cache_on: Path) -> None:
 
 
 def test_agent_judge_does_not_cache_an_invalid_reply(cache_on: Path) -> None:
-    model = ScriptedModel(["not json", verdict(0.9, "First."), verdict(0.8, "Second.")])
+    model = ScriptedModel(
+        ["not json", verdict(0.9, "First."), verdict(0.8, "Second.")], cacheable=True
+    )
     judge = AgentJudge(model, CRITERIA)
 
     judge.evaluate("Hello!")
@@ -430,6 +456,38 @@ def test_agent_judge_does_not_cache_an_invalid_reply(cache_on: Path) -> None:
     assert (again.score, again.message) == (0.8, "Second.")
     assert len(model.requests) == 3
     assert model.requests[2] == model.requests[0]
+
+
+def test_agent_judge_replays_a_corrected_verdict_only_after_the_same_invalid_reply(
+    cache_on: Path,
+) -> None:
+    # The corrected verdict is stored under the corrected request, which contains the
+    # invalid reply: it is replayed when the judge repeats that invalid reply, never for the
+    # first request (whose invalid reply is not stored, so it is always asked again).
+    model = ScriptedModel(
+        ["not json", verdict(0.9, "Corrected."), "not json", "other junk", verdict(0.4, "New.")],
+        cacheable=True,
+    )
+    judge = AgentJudge(model, CRITERIA)
+
+    first = judge.evaluate("Hello!")
+    replayed = judge.evaluate("Hello!")
+    fresh = judge.evaluate("Hello!")
+
+    assert [first.message, replayed.message] == ["Corrected.", "Corrected."]
+    assert fresh.message == "Score 0.4 below threshold 0.7. Reasoning: New."
+    assert len(model.requests) == 5  # the second judgment asked only its first request
+
+
+def test_agent_judge_with_a_changed_script_is_not_served_the_old_verdict(
+    cache_on: Path,
+) -> None:
+    AgentJudge(ScriptedModel([verdict(0.9, "Old script.")]), CRITERIA).evaluate("Hello!")
+
+    again = AgentJudge(ScriptedModel([verdict(0.2, "New script.")]), CRITERIA).evaluate("Hello!")
+
+    assert (again.passed, again.score) == (False, 0.2)
+    assert not cache_on.exists()
 
 
 def test_agent_judge_calls_the_model_every_time_with_the_cache_off(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -24,6 +26,8 @@ from agenteval.llm import _cache
 from agenteval.testing._scripted import ScriptedModel
 from agenteval.trajectory._messages import Message, ToolCall
 from agenteval.trajectory._trajectory import Trajectory
+
+VERDICT = {"structured": {"reasoning": "ok", "score": 0.9}}
 
 
 @pytest.fixture(autouse=True)
@@ -207,3 +211,69 @@ def test_correctness_judge_shows_a_number_as_text() -> None:
     prompt = prompt_of(CorrectnessJudge, "42", expected=42)
 
     assert "## Expected answer\n<<<REFERENCE_BEGIN>>>\n42\n<<<REFERENCE_END>>>" in prompt
+
+
+PRESETS = [
+    (CorrectnessJudge, "expected", "Paris"),
+    (FaithfulnessJudge, "context", "Paris is the capital of France."),
+    (RelevanceJudge, "question", "What is the capital of France?"),
+    (TaskCompletionJudge, "goal", "Get a refund for order #123"),
+]
+
+
+def _default_judge(monkeypatch: pytest.MonkeyPatch, default: ScriptedModel) -> None:
+    factory = types.ModuleType("agenteval.llm._factory")
+    factory.default_judge_model = lambda: default  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agenteval.llm._factory", factory)
+
+
+@pytest.mark.parametrize(("judge_class", "field", "value"), PRESETS)
+def test_preset_without_a_judge_uses_the_default_judge_model(
+    judge_class: Any, field: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    default = ScriptedModel([VERDICT], name="scripted:default")
+    _default_judge(monkeypatch, default)
+
+    result = judge_class(**{field: value}).evaluate("An answer.")
+
+    assert (result.passed, result.context["judge"], len(default.requests)) == (
+        True,
+        "scripted:default",
+        1,
+    )
+
+
+def test_helpfulness_judge_without_anything_uses_the_default_judge_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    default = ScriptedModel([VERDICT], name="scripted:default")
+    _default_judge(monkeypatch, default)
+
+    assert HelpfulnessJudge().evaluate("An answer.").context["judge"] == "scripted:default"
+
+
+@pytest.mark.parametrize(("judge_class", "field", "value"), PRESETS)
+def test_preset_takes_its_judge_first_or_by_name_and_its_reference_by_position_or_name(
+    judge_class: Any, field: str, value: str
+) -> None:
+    model = ScriptedModel([])
+
+    built = [
+        judge_class(model, value),
+        judge_class(model, **{field: value}),
+        judge_class(judge=model, **{field: value}, threshold=0.7),
+    ]
+
+    assert all(j == built[0] and getattr(j, field) == value for j in built)
+    assert built[0].model is model
+
+
+@pytest.mark.parametrize(("judge_class", "field", "value"), PRESETS)
+def test_preset_without_its_reference_is_a_type_error(
+    judge_class: Any, field: str, value: str
+) -> None:
+    with pytest.raises(TypeError) as excinfo:
+        judge_class(ScriptedModel([]))
+
+    name = judge_class.__name__
+    assert str(excinfo.value) == f"{name}: missing required argument {field!r}: pass {field}=..."

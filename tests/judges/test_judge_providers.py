@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agenteval._context import enter_item, exit_item
-from agenteval._errors import JudgeError
+from agenteval._errors import JudgeError, ProviderUnavailableError
 from agenteval._usage import Usage
 from agenteval.assertions import StringSimilarity
 from agenteval.judges import AgentJudge, CorrectnessJudge
@@ -128,6 +128,51 @@ def test_judge_cache_hit_makes_zero_requests_and_usage_is_accounted(
     assert len(fake_provider.requests) == 1
     assert (ctx.judge_calls, ctx.cached_calls) == (2, 1)
     assert ctx.judge_usage == Usage(input_tokens=300, output_tokens=40)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_judge_provider_failure_records_its_retries_on_the_item(
+    fake_provider: FakeProvider, make: Make, provider: str
+) -> None:
+    fake_provider.add(*[FakeProvider.server_error(503)] * 5)
+    judge = AgentJudge(make(provider), "Polite.")
+    ctx, token = enter_item()
+    try:
+        with pytest.raises(ProviderUnavailableError, match="still failing after 5 attempts"):
+            judge.evaluate("Hello!")
+    finally:
+        exit_item(token)
+
+    assert (len(fake_provider.requests), ctx.judge_calls, ctx.retries) == (5, 1, 4)
+
+
+def test_judge_usage_is_recorded_under_the_configured_model_name(
+    fake_provider: FakeProvider, make: Make
+) -> None:
+    fake_provider.add(FakeProvider.structured({"reasoning": "Right.", "score": 0.9}))
+    model = make("anthropic")
+    ctx, token = enter_item()
+    try:
+        CorrectnessJudge(model, expected="Paris").evaluate("Paris")
+    finally:
+        exit_item(token)
+
+    assert list(ctx.judge_by_model) == ["anthropic:claude-test"]
+
+
+def test_string_similarity_records_embedding_usage_on_the_item(
+    fake_provider: FakeProvider,
+) -> None:
+    fake_provider.add(FakeProvider.embeddings([[1.0, 0.0], [1.0, 1.0]]))
+    embeddings = OpenAIEmbeddings(api_key=KEY, base_url=fake_provider.openai_base_url)
+    ctx, token = enter_item()
+    try:
+        StringSimilarity("Refund issued", embeddings).evaluate("Money was returned")
+    finally:
+        exit_item(token)
+        embeddings.close()
+
+    assert ctx.judge_by_model == {embeddings.name: Usage(input_tokens=5)}
 
 
 def test_string_similarity_embeds_both_texts_in_one_request(fake_provider: FakeProvider) -> None:

@@ -5,14 +5,14 @@ import logging
 import multiprocessing
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agenteval._context import enter_item, exit_item
-from agenteval._errors import ConfigError
+from agenteval._errors import ConfigError, ProviderUnavailableError
 from agenteval._usage import Usage
 from agenteval.llm import _cache
 from agenteval.llm._cache import (
@@ -26,7 +26,7 @@ from agenteval.llm._cache import (
     request_key,
     using_cache,
 )
-from agenteval.llm._types import ModelRequest, ModelResponse
+from agenteval.llm._types import EmbeddingsResult, ModelRequest, ModelResponse
 from agenteval.testing._scripted import ScriptedModel
 from agenteval.trajectory._messages import Message
 
@@ -45,14 +45,18 @@ def cache_dir(tmp_path: Path) -> Path:
     return directory
 
 
+def cacheable_model(replies: Iterable[Any], name: str = "scripted:model") -> ScriptedModel:
+    """A ScriptedModel that opts in to the cache (in-process doubles stay out by default)."""
+    return ScriptedModel(replies, name=name, cacheable=True)
+
+
 def req(text: str = "Grade this", **kwargs: Any) -> ModelRequest:
     return ModelRequest(messages=[Message.user(text)], **kwargs)
 
 
 def reply(text: str = "ok", **kwargs: Any) -> ModelResponse:
-    return ModelResponse(
-        text=text, usage=Usage(input_tokens=10, output_tokens=2), model="m", **kwargs
-    )
+    fields: dict[str, Any] = {"model": "m", **kwargs}
+    return ModelResponse(text=text, usage=Usage(input_tokens=10, output_tokens=2), **fields)
 
 
 class CountingEmbeddings:
@@ -71,7 +75,7 @@ class CountingEmbeddings:
 
 def test_cache_is_off_until_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    model = ScriptedModel(["a", "b"])
+    model = cacheable_model(["a", "b"])
 
     complete_cached(model, req())
     second = complete_cached(model, req())
@@ -87,7 +91,7 @@ def test_configure_cache_defaults_to_agenteval_cache_in_the_working_directory(
     monkeypatch.chdir(tmp_path)
 
     configure_cache()
-    complete_cached(ScriptedModel(["a"]), req())
+    complete_cached(cacheable_model(["a"]), req())
 
     assert cache_settings().enabled is True
     assert cache_settings().directory == tmp_path / ".agenteval" / "cache"
@@ -98,7 +102,7 @@ def test_configure_cache_defaults_to_agenteval_cache_in_the_working_directory(
 
 
 def test_complete_cached_hit_makes_no_call_and_is_marked_cached(cache_dir: Path) -> None:
-    model = ScriptedModel([reply("first", retries=3)])
+    model = cacheable_model([reply("first", retries=3)])
 
     miss = complete_cached(model, req())
     hit = complete_cached(model, req())
@@ -110,8 +114,8 @@ def test_complete_cached_hit_makes_no_call_and_is_marked_cached(cache_dir: Path)
 
 
 def test_complete_cached_key_covers_the_model_name_and_the_whole_request(cache_dir: Path) -> None:
-    a = ScriptedModel(["a1", "a2", "a3"], name="p:a")
-    b = ScriptedModel(["b1"], name="p:b")
+    a = cacheable_model(["a1", "a2", "a3"], name="p:a")
+    b = cacheable_model(["b1"], name="p:b")
 
     complete_cached(a, req())
     complete_cached(a, req(temperature=0.5))
@@ -124,7 +128,7 @@ def test_complete_cached_key_covers_the_model_name_and_the_whole_request(cache_d
 
 
 def test_complete_cached_stores_only_validated_responses(cache_dir: Path) -> None:
-    model = ScriptedModel(["bad", "good", "unused"])
+    model = cacheable_model(["bad", "good", "unused"])
 
     def valid(r: ModelResponse) -> bool:
         return r.text == "good"
@@ -141,7 +145,7 @@ def test_complete_cached_stores_only_validated_responses(cache_dir: Path) -> Non
 def test_complete_cached_ignores_a_stored_response_the_validator_now_rejects(
     cache_dir: Path,
 ) -> None:
-    model = ScriptedModel(["old", "new"])
+    model = cacheable_model(["old", "new"])
     complete_cached(model, req())
 
     response = complete_cached(model, req(), lambda r: r.text != "old")
@@ -151,7 +155,7 @@ def test_complete_cached_ignores_a_stored_response_the_validator_now_rejects(
 
 def test_complete_cached_disabled_always_calls_and_writes_nothing(tmp_path: Path) -> None:
     configure_cache(enabled=False, directory=tmp_path / "cache")
-    model = ScriptedModel(["a", "b"])
+    model = cacheable_model(["a", "b"])
 
     complete_cached(model, req())
     complete_cached(model, req())
@@ -161,7 +165,7 @@ def test_complete_cached_disabled_always_calls_and_writes_nothing(tmp_path: Path
 
 
 def test_acomplete_cached_hit_makes_no_call(cache_dir: Path) -> None:
-    model = ScriptedModel(["async reply"])
+    model = cacheable_model(["async reply"])
 
     async def twice() -> tuple[ModelResponse, ModelResponse]:
         return await acomplete_cached(model, req()), await acomplete_cached(model, req())
@@ -177,7 +181,7 @@ def test_acomplete_cached_hit_makes_no_call(cache_dir: Path) -> None:
 
 
 def test_complete_cached_accounts_calls_to_the_running_item(cache_dir: Path) -> None:
-    model = ScriptedModel([reply("x", retries=2)])
+    model = cacheable_model([reply("x", retries=2)])
     ctx, token = enter_item()
     try:
         complete_cached(model, req())
@@ -190,7 +194,7 @@ def test_complete_cached_accounts_calls_to_the_running_item(cache_dir: Path) -> 
 
 
 def test_clear_cache_removes_every_entry_and_counts_them(cache_dir: Path) -> None:
-    model = ScriptedModel(["a", "b", "c"])
+    model = cacheable_model(["a", "b", "c"])
     complete_cached(model, req("one"))
     complete_cached(model, req("two"))
     embed_cached(CountingEmbeddings(), ["x", "y"])
@@ -222,7 +226,7 @@ def test_corrupt_cache_is_bypassed_with_a_warning(
 ) -> None:
     (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
     configure_cache(directory=tmp_path)
-    model = ScriptedModel(["a", "b"])
+    model = cacheable_model(["a", "b"])
 
     with caplog.at_level(logging.WARNING, logger="agenteval.cache"):
         first = complete_cached(model, req())
@@ -287,7 +291,7 @@ def _echo(request: ModelRequest) -> str:
 
 def _writer(directory: str, worker: int, count: int) -> None:
     configure_cache(directory=directory)
-    model = ScriptedModel([_echo] * (2 * count))
+    model = cacheable_model([_echo] * (2 * count))
     for i in range(count):
         complete_cached(model, req(f"worker {worker} request {i}"))
         complete_cached(model, req(f"shared request {i}"))
@@ -301,7 +305,7 @@ def _writer(directory: str, worker: int, count: int) -> None:
 def test_cache_survives_several_processes_writing_at_once(tmp_path: Path) -> None:
     # The parent uses the cache before forking, as the runner's supervisor may.
     configure_cache(directory=tmp_path)
-    complete_cached(ScriptedModel(["parent"]), req("parent request"))
+    complete_cached(cacheable_model(["parent"]), req("parent request"))
     context = multiprocessing.get_context("fork")
     workers = [context.Process(target=_writer, args=(str(tmp_path), n, 25)) for n in range(4)]
 
@@ -316,34 +320,34 @@ def test_cache_survives_several_processes_writing_at_once(tmp_path: Path) -> Non
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     conn.close()
     assert (rows, mode) == (1 + 4 * 25 + 25, "wal")
-    assert complete_cached(ScriptedModel([]), req("parent request")).text == "parent"
+    assert complete_cached(cacheable_model([]), req("parent request")).text == "parent"
 
 
 def test_cache_closes_its_connections_before_a_fork(tmp_path: Path) -> None:
     configure_cache(directory=tmp_path)
-    complete_cached(ScriptedModel(["a"]), req())
+    complete_cached(cacheable_model(["a"]), req())
     assert len(_cache._connections) == 1
 
     pid = os.fork()
     if pid == 0:  # the child: nothing inherited, and the cache still works
-        ok = not _cache._connections and complete_cached(ScriptedModel([]), req()).cached
+        ok = not _cache._connections and complete_cached(cacheable_model([]), req()).cached
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
 
     assert os.waitstatus_to_exitcode(status) == 0
     assert _cache._connections == {}
-    assert complete_cached(ScriptedModel([]), req()).cached
+    assert complete_cached(cacheable_model([]), req()).cached
 
 
 def test_cache_never_reuses_a_connection_from_another_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     configure_cache(directory=tmp_path)
-    complete_cached(ScriptedModel(["a"]), req())
+    complete_cached(cacheable_model(["a"]), req())
     inherited = _cache._connections[tmp_path / DB_NAME]
     monkeypatch.setattr(_cache, "_pid", -1)  # as if forked behind os.fork's back
 
-    hit = complete_cached(ScriptedModel([]), req())
+    hit = complete_cached(cacheable_model([]), req())
 
     assert hit.cached
     assert _cache._connections[tmp_path / DB_NAME] is not inherited
@@ -353,7 +357,7 @@ def test_cache_never_reuses_a_connection_from_another_process(
 
 
 def test_using_cache_restores_the_previous_settings(tmp_path: Path) -> None:
-    model = ScriptedModel(["a", "b"])
+    model = cacheable_model(["a", "b"])
 
     with using_cache(directory=tmp_path) as settings:
         complete_cached(model, req())
@@ -363,3 +367,121 @@ def test_using_cache_restores_the_previous_settings(tmp_path: Path) -> None:
     assert (settings.enabled, settings.directory) == (True, tmp_path)
     assert (hit.cached, after.cached, after.text) == (True, False, "b")
     assert cache_settings() == _cache.CacheSettings()
+
+
+def test_complete_cached_never_caches_a_model_that_is_not_cacheable(cache_dir: Path) -> None:
+    # A ScriptedModel's script is not part of the key: a changed script must not be
+    # answered with the old script's reply.
+    complete_cached(ScriptedModel(["old verdict"]), req())
+
+    again = complete_cached(ScriptedModel(["new verdict"]), req())
+
+    assert (again.text, again.cached) == ("new verdict", False)
+    assert not (cache_dir / DB_NAME).exists()
+
+
+def test_acomplete_cached_never_caches_a_model_that_is_not_cacheable(cache_dir: Path) -> None:
+    async def both() -> tuple[ModelResponse, ModelResponse]:
+        first = await acomplete_cached(ScriptedModel(["old"]), req())
+        return first, await acomplete_cached(ScriptedModel(["new"]), req())
+
+    first, again = asyncio.run(both())
+
+    assert (first.text, again.text, again.cached) == ("old", "new", False)
+    assert not (cache_dir / DB_NAME).exists()
+
+
+def test_embed_cached_never_caches_embeddings_that_are_not_cacheable(cache_dir: Path) -> None:
+    embeddings = CountingEmbeddings()
+    embeddings.cacheable = False  # type: ignore[attr-defined]
+
+    embed_cached(embeddings, ["alpha"])
+    embed_cached(embeddings, ["alpha"])
+
+    assert embeddings.calls == [["alpha"], ["alpha"]]
+    assert not (cache_dir / DB_NAME).exists()
+
+
+def test_complete_cached_accounts_usage_under_the_configured_model_name(
+    cache_dir: Path,
+) -> None:
+    # The provider answers with a dated snapshot name; prices are keyed by the configured one.
+    model = cacheable_model(
+        [reply("x", model="claude-3-5-haiku-20241022")],
+        name="anthropic:claude-3-5-haiku-latest",
+    )
+    ctx, token = enter_item()
+    try:
+        complete_cached(model, req())
+    finally:
+        exit_item(token)
+
+    assert ctx.judge_by_model == {
+        "anthropic:claude-3-5-haiku-latest": Usage(input_tokens=10, output_tokens=2)
+    }
+
+
+class FailingModel:
+    """A model whose every call fails for good after ``retries`` retries."""
+
+    name = "fake:failing"
+
+    def __init__(self, retries: int) -> None:
+        self.retries = retries
+
+    def _error(self) -> ProviderUnavailableError:
+        error = ProviderUnavailableError("fake:failing still failing")
+        error.retries = self.retries
+        return error
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise self._error()
+
+    async def acomplete(self, request: ModelRequest) -> ModelResponse:
+        raise self._error()
+
+
+def test_complete_cached_accounts_the_retries_of_a_failed_call(cache_dir: Path) -> None:
+    ctx, token = enter_item()
+    try:
+        with pytest.raises(ProviderUnavailableError):
+            complete_cached(FailingModel(retries=4), req())
+        with pytest.raises(ProviderUnavailableError):
+            asyncio.run(acomplete_cached(FailingModel(retries=2), req()))
+    finally:
+        exit_item(token)
+
+    assert (ctx.judge_calls, ctx.cached_calls, ctx.retries) == (2, 0, 6)
+    assert (ctx.judge_usage, ctx.judge_by_model) == (Usage(), {})
+
+
+class ReportingEmbeddings(CountingEmbeddings):
+    """Embeddings that report their usage and retries, as OpenAIEmbeddings does."""
+
+    def __init__(self, retries: int = 0, fail: bool = False) -> None:
+        super().__init__("fake:reporting")
+        self.retries = retries
+        self.fail = fail
+
+    def embed_with_usage(self, texts: list[str]) -> EmbeddingsResult:
+        if self.fail:
+            error = ProviderUnavailableError("fake:reporting still failing")
+            error.retries = self.retries
+            raise error
+        usage = Usage(input_tokens=sum(len(t) for t in texts))
+        return EmbeddingsResult(self.embed(texts), usage, self.retries)
+
+
+def test_embed_cached_accounts_usage_and_retries_of_embeddings_that_report_them(
+    cache_dir: Path,
+) -> None:
+    ctx, token = enter_item()
+    try:
+        embed_cached(ReportingEmbeddings(retries=1), ["alpha", "be"])
+        with pytest.raises(ProviderUnavailableError):
+            embed_cached(ReportingEmbeddings(retries=3, fail=True), ["gamma"])
+    finally:
+        exit_item(token)
+
+    assert (ctx.judge_calls, ctx.retries) == (2, 4)
+    assert ctx.judge_by_model == {"fake:reporting": Usage(input_tokens=7)}

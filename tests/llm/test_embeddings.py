@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from agenteval import ConfigError
-from agenteval._errors import ProviderAuthError, ProviderRequestError
-from agenteval.llm import Embeddings, OpenAIEmbeddings, RetryPolicy
+from agenteval._context import enter_item, exit_item
+from agenteval._errors import ProviderAuthError, ProviderRequestError, ProviderUnavailableError
+from agenteval._usage import Usage
+from agenteval.llm import Embeddings, OpenAIEmbeddings, RetryPolicy, _cache
+from agenteval.llm._cache import embed_cached
 from agenteval.testing import FakeProvider
 
 KEY = "sk-openai-test-0123456789abcdef"
@@ -95,3 +98,45 @@ def test_openai_embeddings_missing_key_is_a_config_error(monkeypatch: pytest.Mon
     assert str(info.value) == (
         "No API key for OpenAIEmbeddings: set OPENAI_API_KEY or pass api_key="
     )
+
+
+def test_openai_embeddings_reports_usage_and_retries(fake_provider: FakeProvider) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after=0), FakeProvider.embeddings())
+    embeddings = _embeddings(fake_provider)
+
+    result = embeddings.embed_with_usage(["refund issued now", "money returned"])
+    embeddings.close()
+
+    assert (len(result.vectors), result.usage, result.retries) == (
+        2,
+        Usage(input_tokens=5),
+        1,
+    )
+
+
+def test_openai_embeddings_usage_and_retries_are_accounted_to_the_item(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    fake_provider.add(
+        FakeProvider.server_error(503),
+        FakeProvider.embeddings(),
+        FakeProvider.server_error(503),
+        FakeProvider.server_error(503),
+    )
+    embeddings = OpenAIEmbeddings(
+        api_key=KEY,
+        base_url=fake_provider.openai_base_url,
+        retry=RetryPolicy(max_attempts=2, sleep=lambda _: None),
+    )
+    ctx, token = enter_item()
+    try:
+        embed_cached(embeddings, ["three word text"])
+        with pytest.raises(ProviderUnavailableError):
+            embed_cached(embeddings, ["again"])
+    finally:
+        exit_item(token)
+        embeddings.close()
+
+    assert (ctx.judge_calls, ctx.retries) == (2, 2)
+    assert ctx.judge_by_model == {embeddings.name: Usage(input_tokens=3)}

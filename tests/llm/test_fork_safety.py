@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Callable
 
 import pytest
 
-from agenteval.llm import AnthropicModel, ModelRequest, OpenAIModel
+from agenteval.llm import AnthropicModel, ModelRequest, OpenAIEmbeddings, OpenAIModel, _openai
 from agenteval.llm._client import ForkSafeClient
 from agenteval.testing import FakeProvider
 from agenteval.trajectory._messages import Message
@@ -78,3 +79,50 @@ def test_fork_safe_client_builds_once_per_process() -> None:
     assert holder.get() is first
     holder.close()
     assert built == [first, "closed"]
+
+
+@pytest.mark.parametrize(
+    ("sdk", "build"),
+    [
+        ("anthropic", lambda: AnthropicModel("c", api_key="sk-ant-test")),
+        ("openai", lambda: OpenAIModel("g", api_key="sk-test")),
+        ("openai", lambda: OpenAIEmbeddings("e", api_key="sk-test")),
+    ],
+)
+def test_models_import_their_sdk_when_built_not_at_the_first_call(
+    sdk: str, build: Callable[[], object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A parent that builds its models in set_up thus passes the imported SDK to every child
+    # it forks (sys.modules is inherited), instead of each child importing it (about a
+    # second) at its first call. With the SDK made unimportable, building must fail.
+    monkeypatch.setitem(sys.modules, sdk, None)
+
+    with pytest.raises(ImportError, match=f"import of {sdk} halted"):
+        build()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_openai_fallback_learned_by_the_parent_is_used_by_forked_children(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_openai, "_json_in_prompt_servers", set())
+    fake_provider.add(FakeProvider.error(400, "response_format is not supported"))
+    fake_provider.respond_with(lambda request: '{"score": 1}')
+    request = ModelRequest(messages=[Message.user("Judge")], json_schema={"type": "object"})
+    model = OpenAIModel("g", api_key="sk-test-123456", base_url=fake_provider.openai_base_url)
+    model.complete(request)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 3
+        try:
+            code = 0 if model.complete(request).structured == {"score": 1} else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    model.close()
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert ["response_format" in r.json for r in fake_provider.requests] == [True, False, False]

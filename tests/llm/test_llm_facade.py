@@ -14,6 +14,7 @@ def test_llm_facade_exports_exactly_its_names() -> None:
     assert llm.__all__ == [
         "AnthropicModel",
         "Embeddings",
+        "EmbeddingsResult",
         "Model",
         "ModelRequest",
         "ModelResponse",
@@ -40,12 +41,11 @@ def test_llm_models_implement_the_protocol() -> None:
     assert [isinstance(m, Model) for m in models] == [True, True, True]
 
 
-def test_llm_import_and_model_construction_load_no_sdk() -> None:
+def test_llm_import_loads_no_sdk() -> None:
+    # Building a model does import its SDK (see test_fork_safety): only importing is free.
     code = (
         "import sys\n"
         "import agenteval.llm, agenteval.testing\n"
-        "agenteval.llm.AnthropicModel('c', api_key='sk-ant-test-123456')\n"
-        "agenteval.llm.model('openai:gpt', api_key='sk-test-123456')\n"
         "print(sorted(m for m in ('anthropic', 'openai', 'httpx', 'httpx2') if m in sys.modules))\n"
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agenteval import ConfigError
+from agenteval import ConfigError, UsageError
 from agenteval._errors import (
     ProviderAuthError,
     ProviderQuotaError,
@@ -16,7 +16,7 @@ from agenteval._errors import (
     ProviderUnavailableError,
 )
 from agenteval._usage import Usage
-from agenteval.llm import ModelRequest, OpenAIModel, RetryPolicy, ToolSpec
+from agenteval.llm import ModelRequest, OpenAIModel, RetryPolicy, ToolSpec, _openai
 from agenteval.llm._openai import _arguments, openai_usage
 from agenteval.llm._structured import json_instruction
 from agenteval.testing import FakeProvider
@@ -31,6 +31,12 @@ SCHEMA = {
 }
 
 MakeModel = Callable[..., OpenAIModel]
+
+
+@pytest.fixture(autouse=True)
+def _no_learned_fallbacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fallbacks are remembered per (base_url, model) for the process; ports get reused.
+    monkeypatch.setattr(_openai, "_json_in_prompt_servers", set())
 
 
 @pytest.fixture
@@ -222,6 +228,76 @@ def test_openai_model_falls_back_to_json_in_the_prompt_and_remembers(
     }
 
 
+def test_openai_model_remembers_the_fallback_for_every_model_of_that_server(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(
+        FakeProvider.error(400, "response_format json_schema is not supported"),
+        FakeProvider.text('{"score": 1, "reasoning": "Exact."}'),
+        FakeProvider.text('{"score": 0, "reasoning": "Wrong."}'),
+    )
+    request = ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA)
+    make().complete(request)
+
+    # Another instance, e.g. built by each item or in a forked child: no second 400.
+    other = make()
+    reply = other.complete(request)
+
+    assert (reply.structured, other.json_in_prompt) == ({"score": 0, "reasoning": "Wrong."}, True)
+    assert ["response_format" in r.json for r in fake_provider.requests] == [True, False, False]
+
+
+def test_openai_model_structured_output_prompt_never_sends_response_format(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.text('{"score": 1, "reasoning": "Exact."}'))
+    model = make(structured_output="prompt")
+
+    reply = model.complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (reply.structured, model.json_in_prompt) == ({"score": 1, "reasoning": "Exact."}, True)
+    assert "response_format" not in fake_provider.requests[0].json
+    assert fake_provider.requests[0].json["messages"][0] == {
+        "role": "system",
+        "content": json_instruction(SCHEMA),
+    }
+
+
+def test_openai_model_structured_output_json_schema_never_falls_back(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.error(400, "response_format is not supported"), "unused")
+    model = make(structured_output="json_schema")
+
+    with pytest.raises(ProviderRequestError, match="response_format is not supported"):
+        model.complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (len(fake_provider.requests), model.json_in_prompt) == (1, False)
+    assert model.structured_output == "json_schema"
+
+
+def test_openai_model_structured_output_json_schema_ignores_a_learned_fallback(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add({"score": 1})
+    _openai._json_in_prompt_servers.add((fake_provider.openai_base_url, "gpt-test"))
+
+    make(structured_output="json_schema").complete(
+        ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA)
+    )
+
+    assert "response_format" in fake_provider.requests[0].json
+
+
+def test_openai_model_rejects_an_unknown_structured_output() -> None:
+    with pytest.raises(UsageError) as info:
+        OpenAIModel("gpt-4o-mini", api_key=KEY, structured_output="xml")  # type: ignore[arg-type]
+
+    assert str(info.value) == (
+        "OpenAIModel(structured_output='xml') is invalid: use 'auto', 'json_schema' or 'prompt'"
+    )
+
+
 def test_openai_model_fallback_that_fails_too_raises_and_is_not_remembered(
     fake_provider: FakeProvider, make: MakeModel
 ) -> None:
@@ -263,15 +339,30 @@ def test_openai_model_retries_429s_honouring_retry_after(
     assert len(fake_provider.requests) == 4
 
 
-def test_openai_model_caps_retry_after_at_max_delay(
+def test_openai_model_honours_retry_after_beyond_max_delay(
     fake_provider: FakeProvider, make: MakeModel, waits: list[float]
 ) -> None:
-    fake_provider.add(FakeProvider.rate_limited(retry_after=600), "ok")
-    model = make(retry=RetryPolicy(max_delay=5, sleep=waits.append))
+    fake_provider.add(FakeProvider.rate_limited(retry_after=60), "ok")
+    model = make(retry=RetryPolicy(max_delay=30, sleep=waits.append))
 
     model.complete(HI)
 
-    assert waits == [5.0]
+    assert waits == [60.0]
+
+
+def test_openai_model_gives_up_at_once_when_retry_after_exceeds_the_budget(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    fake_provider.add(FakeProvider.rate_limited(retry_after=600), "never sent")
+    model = make(retry=RetryPolicy(max_total_wait=120, sleep=waits.append))
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        model.complete(HI)
+
+    assert (waits, len(fake_provider.requests), info.value.retries) == ([], 1, 0)
+    assert "the server asked to wait 600s, beyond the retry budget (120.0s left of " in str(
+        info.value
+    )
 
 
 @pytest.mark.parametrize("status", [500, 503])

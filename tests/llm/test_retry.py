@@ -79,10 +79,10 @@ def test_retry_policy_jitter_stays_within_half_to_full_backoff() -> None:
     assert len(set(delays)) > 1
 
 
-def test_retry_policy_server_hint_wins_but_is_capped() -> None:
+def test_retry_policy_server_hint_wins_even_beyond_max_delay() -> None:
     policy = RetryPolicy(max_delay=10.0)
 
-    assert (policy.wait_before(1, 3.5), policy.wait_before(1, 99.0)) == (3.5, 10.0)
+    assert (policy.wait_before(1, 3.5), policy.wait_before(1, 99.0)) == (3.5, 99.0)
 
 
 @pytest.mark.parametrize(
@@ -225,3 +225,73 @@ def test_acall_with_retries_waits_with_async_sleep() -> None:
     )
 
     assert (result, waits) == (("done", 1), [0.5])
+
+
+def test_call_with_retries_honours_a_retry_after_longer_than_max_delay() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(max_delay=30.0, max_total_wait=120.0, sleep=waits.append)
+
+    result = call_with_retries(
+        script(Failure("transient", "HTTP 429", retry_after=60.0), "done"),
+        classify=classify,
+        policy=policy,
+        label="fake:m",
+    )
+
+    assert (result, waits) == (("done", 1), [60.0])
+
+
+def test_call_with_retries_gives_up_at_once_when_retry_after_exceeds_the_budget() -> None:
+    waits: list[float] = []
+    policy = RetryPolicy(max_total_wait=30.0, jitter=False, sleep=waits.append)
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        call_with_retries(
+            script(BUSY, Failure("transient", "HTTP 429 rate_limit_error", 60.0), "never"),
+            classify=classify,
+            policy=policy,
+            label="fake:m",
+        )
+
+    assert waits == [0.5]
+    assert info.value.retries == 1
+    assert str(info.value) == (
+        "fake:m gave up after 2 attempts (HTTP 429 rate_limit_error): the server asked to "
+        "wait 60s, beyond the retry budget (29.5s left of max_total_wait=30s); retry later "
+        "or raise RetryPolicy(max_total_wait=...)"
+    )
+
+
+def test_call_with_retries_records_its_retries_on_the_final_error() -> None:
+    policy = RetryPolicy(max_attempts=3, sleep=lambda _: None)
+
+    with pytest.raises(ProviderUnavailableError) as exhausted:
+        call_with_retries(script(BUSY, BUSY, BUSY), classify=classify, policy=policy, label="m")
+    with pytest.raises(ProviderAuthError) as auth:
+        call_with_retries(
+            script(BUSY, Failure("auth", "HTTP 401")), classify=classify, policy=policy, label="m"
+        )
+
+    assert (exhausted.value.retries, auth.value.retries) == (2, 1)
+
+
+def test_acall_with_retries_records_its_retries_on_the_final_error() -> None:
+    async def no_wait(delay: float) -> None:
+        return None
+
+    outcomes = script(BUSY, BUSY)
+
+    async def call() -> str:
+        return outcomes()
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        asyncio.run(
+            acall_with_retries(
+                call,
+                classify=classify,
+                policy=RetryPolicy(max_attempts=2, async_sleep=no_wait),
+                label="fake:m",
+            )
+        )
+
+    assert info.value.retries == 1

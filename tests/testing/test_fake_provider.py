@@ -147,6 +147,23 @@ def test_fake_provider_renders_anthropic_messages_without_streaming(
     )
 
 
+def test_fake_provider_tool_call_ids_are_unique_per_reply(fake_provider: FakeProvider) -> None:
+    reply = FakeProvider.tool_calls([("lookup", {"q": "x"}), ("lookup", {"q": "y"})])
+    fake_provider.add(reply, reply, FakeProvider.tool_call("lookup", id="mine"))
+    openai_url = f"{fake_provider.openai_base_url}/chat/completions"
+
+    _, _, first = _post(openai_url, {"model": "m"})
+    _, _, second = _post(f"{fake_provider.base_url}/v1/messages", {"model": "m"})
+    _, _, third = _post(openai_url, {"model": "m"})
+
+    assert [c["id"] for c in first["choices"][0]["message"]["tool_calls"]] == [
+        "call_fake_1_0",
+        "call_fake_1_1",
+    ]
+    assert [b["id"] for b in second["content"]] == ["call_fake_2_0", "call_fake_2_1"]
+    assert [c["id"] for c in third["choices"][0]["message"]["tool_calls"]] == ["mine"]
+
+
 def test_fake_provider_anthropic_errors_carry_type_and_code(fake_provider: FakeProvider) -> None:
     import anthropic
 

@@ -1,12 +1,41 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
 
 from agenteval.trajectory import Message, ToolCall, Trajectory, as_trajectory
 
 HISTORY = [Message.user("hi"), Message.assistant("hello")]
+
+OPENAI_HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Where is order 123?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "function": {"name": "search_orders", "arguments": '{"id": "123"}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "shipped"},
+    {"role": "assistant", "content": "It has shipped."},
+]
+
+ANTHROPIC_HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Where is order 123?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "search_orders", "input": {"id": "123"}}
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "shipped"}],
+    },
+    {"role": "assistant", "content": [{"type": "text", "text": "It has shipped."}]},
+]
 
 
 class HistoryAgent:
@@ -66,14 +95,47 @@ def test_as_trajectory_reads_the_json_form() -> None:
         3,
         {"role": "user", "content": "hi"},
         {"history": "not a list"},
-        [{"role": "user", "content": "hi"}],
         [Message.user("hi"), "text"],
+        [Message.user("hi"), {"role": "user", "content": "hi"}],
+        [{"content": "no role"}],
+        [{"role": "user", "content": "hi"}, {"role": "bot", "content": "?"}],
+        [OPENAI_HISTORY[2], ANTHROPIC_HISTORY[1]],  # a tool message and a tool_use block
         object(),
         HistoryAgent,
     ],
 )
 def test_as_trajectory_returns_none_for_what_it_cannot_convert(value: object) -> None:
     assert as_trajectory(value) is None
+
+
+def test_as_trajectory_reads_openai_style_dicts() -> None:
+    assert as_trajectory(OPENAI_HISTORY) == Trajectory.from_openai(OPENAI_HISTORY)
+
+
+def test_as_trajectory_reads_anthropic_style_dicts() -> None:
+    converted = as_trajectory(ANTHROPIC_HISTORY)
+    assert converted == Trajectory.from_anthropic(ANTHROPIC_HISTORY)
+    assert converted is not None and converted.tool_calls()[0].result == "shipped"
+
+
+def test_as_trajectory_reads_text_only_dicts() -> None:
+    converted = as_trajectory(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    )
+    assert converted == Trajectory.from_messages(HISTORY)
+
+
+def test_as_trajectory_reads_a_messages_list_attribute() -> None:
+    class ChatRecord:
+        """Stands for a stored chat, like RubyLLM's Chat.find(id)."""
+
+        def __init__(self, messages: list[object]) -> None:
+            self.messages = messages
+
+    assert as_trajectory(ChatRecord(list(HISTORY))) == Trajectory.from_messages(HISTORY)
+    from_dicts = as_trajectory(ChatRecord(list(OPENAI_HISTORY)))
+    assert from_dicts == Trajectory.from_openai(OPENAI_HISTORY)
+    assert as_trajectory(ChatRecord(["not", "messages"])) is None
 
 
 def test_as_trajectory_never_opens_a_string_as_a_path(tmp_path: object) -> None:

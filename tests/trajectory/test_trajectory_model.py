@@ -293,9 +293,113 @@ def test_trajectory_turns_split_at_user_messages(refund: Trajectory) -> None:
     assert [c.name for c in turns[1].tool_calls()] == ["refund_order"]
 
 
-def test_trajectory_step_count_counts_assistant_messages(refund: Trajectory) -> None:
-    assert refund.step_count() == 5
+def test_trajectory_step_count_skips_a_snapshot_repeating_a_call(refund: Trajectory) -> None:
+    # the final snapshot of refund_order is the fourth assistant message, not a model call
     assert len(refund.assistant_messages()) == 5
+    assert refund.step_count() == 4
+
+
+def test_trajectory_step_count_counts_a_repeated_call_that_records_usage() -> None:
+    looped = Trajectory.from_messages(
+        [
+            Message.user("go"),
+            Message.assistant("", [ToolCall(id="c", name="f")], Usage(input_tokens=1)),
+            Message.tool("c", "ok"),
+            Message.assistant("", [ToolCall(id="c", name="f")], Usage(input_tokens=1)),
+            Message.tool("c", "ok"),
+        ]
+    )
+    assert looped.step_count() == 2
+
+
+REUSED_IDS = Trajectory.from_messages(
+    [
+        Message.user("find a, then b"),
+        Message.assistant("", [ToolCall(id="call_0", name="search", inputs={"q": "a"})]),
+        Message.tool("call_0", "result a"),
+        Message.assistant("", [ToolCall(id="call_0", name="search", inputs={"q": "b"})]),
+        Message.tool("call_0", "result b", is_error=True),
+        Message.assistant("Found a; b failed."),
+    ]
+)
+
+
+def test_trajectory_separate_calls_reusing_an_id_stay_separate() -> None:
+    calls = REUSED_IDS.tool_calls()
+    assert [(c.inputs, c.result, c.is_error) for c in calls] == [
+        ({"q": "a"}, "result a", False),
+        ({"q": "b"}, "result b", True),
+    ]
+    assert REUSED_IDS.step_count() == 3
+
+
+def test_trajectory_transcript_of_calls_reusing_an_id() -> None:
+    assert REUSED_IDS.to_transcript().splitlines()[1:5] == [
+        'Tool call [search] {"q": "a"}',
+        "Tool result [search]: result a",
+        'Tool call [search] {"q": "b"}',
+        "Tool error [search]: result b",
+    ]
+
+
+def test_trajectory_final_snapshot_after_the_result_merges_when_inputs_match() -> None:
+    trajectory = Trajectory.from_messages(
+        [
+            Message.assistant(
+                "", [ToolCall(id="r", name="refund", inputs={"n": 1}, approval="pending")]
+            ),
+            Message.tool("r", "Refunded"),
+            Message.assistant(
+                "", [ToolCall(id="r", name="refund", inputs={"n": 1}, approval="approved")]
+            ),
+        ]
+    )
+    assert trajectory.tool_calls() == [
+        ToolCall(id="r", name="refund", inputs={"n": 1}, result="Refunded", approval="approved")
+    ]
+    assert trajectory.step_count() == 1
+
+
+def test_trajectory_pending_snapshot_merges_with_edited_arguments() -> None:
+    trajectory = Trajectory.from_messages(
+        [
+            Message.assistant(
+                "", [ToolCall(id="r", name="refund", inputs={"n": 9}, approval="pending")]
+            ),
+            Message.assistant(
+                "", [ToolCall(id="r", name="refund", inputs={"n": 1}, approval="approved")]
+            ),
+            Message.tool("r", "Refunded 1"),
+        ]
+    )
+    (call,) = trajectory.tool_calls()
+    assert (call.inputs, call.approval, call.result) == ({"n": 1}, "approved", "Refunded 1")
+
+
+def test_trajectory_calls_of_one_message_sharing_an_id_stay_separate() -> None:
+    trajectory = Trajectory.from_messages(
+        [Message.assistant("", [ToolCall(id="x", name="f"), ToolCall(id="x", name="g")])]
+    )
+    assert [c.name for c in trajectory.tool_calls()] == ["f", "g"]
+
+
+def test_trajectory_from_openai_does_not_count_cached_tokens_twice() -> None:
+    trajectory = Trajectory.from_openai(
+        [
+            {
+                "role": "assistant",
+                "content": "hi",
+                "usage": {
+                    "prompt_tokens": 100,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": 40, "cache_write_tokens": 10},
+                },
+            }
+        ]
+    )
+    assert trajectory.usage() == Usage(
+        input_tokens=50, output_tokens=5, cache_read_tokens=40, cache_write_tokens=10
+    )
 
 
 def test_trajectory_json_round_trip(refund: Trajectory) -> None:

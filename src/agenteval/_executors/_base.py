@@ -6,13 +6,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .._evaluator import BaseEvaluator
-from .._item import ItemTask
-from .._results import ItemResult
+from .._item import CANCELLED, ItemTask, fault_record
+from .._results import ErrorInfo, ItemResult
 
 TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
 """Tasks in plan order; pulling the next one may run the next evaluator's ``set_up``."""
 
 OnResult = Callable[[ItemResult], None]
+
+
+def cancelled_record(task: ItemTask, duration: float) -> ItemResult:
+    """The record of an item the executor stopped because the run was interrupted.
+
+    Every item an executor cut off, at the end of the grace period or on a second
+    interrupt, gets one, so the report counts it and ``--resume`` runs it again.
+    """
+    error = ErrorInfo(stage="executor", type="Cancelled", message=CANCELLED)
+    return fault_record(task, error, duration, "cancelled")
 
 
 @dataclass

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-from .._item import CANCELLED, HardStop, close_loop, execute_item, fault_record
-from .._results import ErrorInfo
-from ._base import Executor, OnResult, StopState, TaskSource
+from .._item import HardStop, close_loop, execute_item
+from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
 
 class InlineExecutor(Executor):
@@ -32,8 +31,7 @@ class InlineExecutor(Executor):
                 try:
                     record = execute_item(evaluator, task, max_output_bytes=limit)
                 except HardStop:
-                    error = ErrorInfo(stage="executor", type="Cancelled", message=CANCELLED)
-                    on_result(fault_record(task, error, time.perf_counter() - started, "cancelled"))
+                    on_result(cancelled_record(task, time.perf_counter() - started))
                     raise
                 on_result(record)
         finally:

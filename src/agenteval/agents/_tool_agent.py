@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
+from agenteval._context import current_item
 from agenteval._errors import EvaluationError, UsageError
 from agenteval._serialize import to_jsonable
 from agenteval.agents._tool import Tool, ToolArgumentsError, as_tool
@@ -42,8 +43,9 @@ class ToolAgent:
         )
         reply = agent.chat("I want a refund for order #123")
 
-    Each assistant message records its token usage; :meth:`messages` returns the whole
-    history as neutral messages. Build one agent per conversation: it keeps its history.
+    Each assistant message records its token usage, and the model's retries are added to
+    the running item's retry count; :meth:`messages` returns the whole history as neutral
+    messages. Build one agent per conversation: it keeps its history.
     """
 
     def __init__(
@@ -166,6 +168,10 @@ class ToolAgent:
                 return self._history[-1].content if self._history[-1].role == "assistant" else ""
             response = self.model.complete(self._request())
             self._steps += 1
+            item = current_item()
+            if item is not None:
+                # The agent's own retries count for the item; its model call is not a judge call.
+                item.retries += response.retries
             calls = [
                 call.model_copy(update={"approval": "pending"})
                 if call.name in self.require_approval

@@ -90,7 +90,9 @@ class ToolWasCalled(Assertion):
 
     ``args`` as a dict is a subset match: every listed key must be present and equal,
     extra arguments are allowed. As a callable it receives the call's inputs and returns
-    whether they are acceptable. ``times`` requires exactly that many matching calls.
+    whether they are acceptable; a check that raises on a call (a ``KeyError`` for an
+    argument that call lacks) means that call does not match. ``times`` requires exactly
+    that many matching calls.
 
     Example::
 
@@ -119,12 +121,16 @@ class ToolWasCalled(Assertion):
             _require_count(owner, "times", times)
         object.__setattr__(self, "times", times)
 
-    def _matches(self, inputs: dict[str, Any]) -> bool:
+    def _matches(self, inputs: dict[str, Any], raised: list[Exception]) -> bool:
         if self.args is None:
             return True
         if isinstance(self.args, Mapping):
             return all(key in inputs and inputs[key] == v for key, v in self.args.items())
-        return bool(self.args(dict(inputs)))
+        try:
+            return bool(self.args(dict(inputs)))
+        except Exception as exc:  # the check does not apply to this call: no match
+            raised.append(exc)
+            return False
 
     def _wanted(self) -> str:
         if self.args is None:
@@ -139,21 +145,29 @@ class ToolWasCalled(Assertion):
         if isinstance(trajectory, AssertionResult):
             return trajectory
         calls = trajectory.tool_calls(self.tool)
-        matching = [c for c in calls if self._matches(c.inputs)]
+        raised: list[Exception] = []
+        matching = [c for c in calls if self._matches(c.inputs, raised)]
         if self.times is None and matching:
             return AssertionResult.pass_()
         if self.times is not None and len(matching) == self.times:
             return AssertionResult.pass_()
+        note = ""
+        if raised:
+            first = raised[0]
+            note = (
+                f" (the check raised {type(first).__name__}: {first} on {len(raised)} of "
+                f"{len(calls)} call(s))"
+            )
         if self.times is not None:
             return AssertionResult.fail(
                 0.0,
                 f"Expected {self._wanted()} {self.times} time(s), matched {len(matching)} "
-                f"of {len(calls)} call(s) of '{self.tool}'",
+                f"of {len(calls)} call(s) of '{self.tool}'{note}",
             )
         if calls:
             seen = ", ".join(_json(c.inputs) for c in calls)
             return AssertionResult.fail(
-                0.0, f"Expected {self._wanted()}; its calls had arguments: {seen}"
+                0.0, f"Expected {self._wanted()}; its calls had arguments: {seen}{note}"
             )
         called = _names(trajectory.tool_calls())
         return AssertionResult.fail(
@@ -207,7 +221,8 @@ def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
 class TrajectoryMatches(Assertion):
     """Passes when the sequence of tool calls matches ``expected_names`` under ``mode``.
 
-    See :class:`Mode` for the four comparisons. Pass/fail follows the mode exactly; the
+    See :class:`Mode` for the four comparisons; ``mode`` may also be a mode's name in any
+    case (``"subset"``, ``"SUBSET"``, ``"Subset"``). Pass/fail follows the mode exactly; the
     score gives partial credit: ``STRICT`` the calls found in the expected order (longest
     common subsequence) over the longer list, ``UNORDERED`` the calls in common (counting
     repeats) over the longer list, ``SUBSET`` the share of expected calls found in order,
@@ -234,7 +249,7 @@ class TrajectoryMatches(Assertion):
             if not isinstance(name, str):
                 raise TypeError(f"{owner}: expected_names[{i}] must be a tool name, got {name!r}")
         try:
-            parsed = Mode(mode)
+            parsed = Mode(mode.lower() if isinstance(mode, str) else mode)
         except ValueError:
             choices = ", ".join(repr(m.value) for m in Mode)
             raise ValueError(f"{owner}: mode must be one of {choices}, got {mode!r}") from None
@@ -283,7 +298,9 @@ def _compare(mode: Mode, expected: list[str], got: list[str]) -> tuple[bool, flo
             return True, score, ""
         missing = sorted((want_c - got_c).elements())
         extra = sorted((got_c - want_c).elements())
-        return False, score, f"missing {missing}, unexpected {extra}"
+        parts = [f"missing {missing}"] if missing else []
+        parts += [f"unexpected {extra}"] if extra else []
+        return False, score, ", ".join(parts)
     if mode is Mode.SUBSET:
         found = _lcs(expected, got)
         score = found / len(expected) if expected else 1.0
@@ -442,6 +459,9 @@ class TotalTokensAtMost(Assertion):
 @dataclass(frozen=True)
 class StepCount(Assertion):
     """Passes when the agent took exactly ``n`` steps (assistant messages, one per model call).
+
+    A snapshot that only repeats tool calls already seen is not a step (see
+    :meth:`Trajectory.step_count <agenteval.trajectory.Trajectory.step_count>`).
 
     Example::
 

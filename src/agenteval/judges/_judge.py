@@ -23,6 +23,19 @@ _NO_JUDGE = (
 )
 
 
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+"""The default of a judge's required fields (``criteria``, ``expected``, ...).
+
+``judge`` comes first and may be omitted, so the fields after it need defaults as far as
+dataclasses are concerned; this one makes ``__post_init__`` raise ``TypeError`` instead.
+"""
+
+
 @dataclass(frozen=True)
 class _Judgment:
     """What one judgment sends: built by each judge class from its fields."""
@@ -49,6 +62,14 @@ class _Judge(Assertion):
 
     def _judgment(self) -> _Judgment:
         raise NotImplementedError
+
+    def _require(self, *fields: str) -> None:
+        """Raise ``TypeError`` for a required field left out (its default is ``REQUIRED``)."""
+        for name in fields:
+            if getattr(self, name) is REQUIRED:
+                raise TypeError(
+                    f"{type(self).__name__}: missing required argument {name!r}: pass {name}=..."
+                )
 
     def _setup(self) -> None:
         """Validate the common fields and resolve the default judge model."""
@@ -259,7 +280,8 @@ class AgentJudge(_Judge):
     A judge that cannot produce a valid verdict, even after one corrective retry, raises
     :class:`~agenteval.JudgeError`: the item is an error, never a pass or a silent 0.
     Each judgment is a fresh, stateless request, and goes through the response cache when
-    it is on. Example::
+    it is on. ``judge`` may be passed first or by name, or left out to use
+    ``AGENTEVAL_JUDGE_MODEL``; ``criteria`` is required. Example::
 
         judge = AgentJudge(
             judge=model("anthropic:claude-3-5-haiku-latest"),
@@ -269,8 +291,8 @@ class AgentJudge(_Judge):
         self.assert_that(judge, output)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
-        criteria: what a good output does, in plain words.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
+        criteria: what a good output does, in plain words (required).
         threshold: the lowest passing score (inclusive).
         reference: material to grade against (an expected answer, a context...).
         reference_label: the heading the reference is shown under.
@@ -281,8 +303,8 @@ class AgentJudge(_Judge):
             default.
     """
 
-    judge: Model | None
-    criteria: str
+    judge: Model | None = None
+    criteria: str = REQUIRED
     threshold: float = DEFAULT_THRESHOLD
     reference: str | None = None
     reference_label: str = "Reference"
@@ -292,6 +314,7 @@ class AgentJudge(_Judge):
     temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
+        self._require("criteria")
         if not isinstance(self.criteria, str) or not self.criteria.strip():
             raise ValueError(
                 f"AgentJudge: criteria must be a non-empty string, got {self.criteria!r}"

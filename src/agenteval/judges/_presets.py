@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..llm._types import Model
-from ._judge import DEFAULT_THRESHOLD, _Judge, _Judgment, as_text
+from ._judge import DEFAULT_THRESHOLD, REQUIRED, _Judge, _Judgment, as_text
 
 CORRECTNESS_CRITERIA = """\
 The output gives the same answer as the expected answer. Judge meaning, not wording: a \
@@ -63,7 +63,7 @@ class CorrectnessJudge(_Judge):
         self.assert_that(CorrectnessJudge(judge, expected=item["expected_answer"]), output)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
         expected: the expected answer (shown under "Expected answer").
         threshold: the lowest passing score (inclusive).
         question: the question asked, when it helps to judge the answer.
@@ -74,8 +74,8 @@ class CorrectnessJudge(_Judge):
 
     criteria: ClassVar[str] = CORRECTNESS_CRITERIA
 
-    judge: Model | None
-    expected: str
+    judge: Model | None = None
+    expected: str = REQUIRED
     threshold: float = DEFAULT_THRESHOLD
     question: str | None = None
     examples: Sequence[Mapping[str, Any]] = ()
@@ -83,6 +83,7 @@ class CorrectnessJudge(_Judge):
     temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
+        self._require("expected")
         object.__setattr__(self, "expected", as_text("CorrectnessJudge", "expected", self.expected))
         if self.question is not None:
             object.__setattr__(
@@ -106,7 +107,7 @@ class FaithfulnessJudge(_Judge):
         self.assert_that(FaithfulnessJudge(judge, context=retrieved_docs), answer)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
         context: the source material (shown under "Context").
         threshold: the lowest passing score (inclusive).
         question: the question asked, when it helps to judge the answer.
@@ -117,8 +118,8 @@ class FaithfulnessJudge(_Judge):
 
     criteria: ClassVar[str] = FAITHFULNESS_CRITERIA
 
-    judge: Model | None
-    context: str | Sequence[str]
+    judge: Model | None = None
+    context: str | Sequence[str] = REQUIRED
     threshold: float = DEFAULT_THRESHOLD
     question: str | None = None
     examples: Sequence[Mapping[str, Any]] = ()
@@ -126,6 +127,7 @@ class FaithfulnessJudge(_Judge):
     temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
+        self._require("context")
         context = self.context
         if isinstance(context, Sequence) and not isinstance(context, str):
             if not context or not all(isinstance(doc, str) and doc.strip() for doc in context):
@@ -154,7 +156,7 @@ class RelevanceJudge(_Judge):
         self.assert_that(RelevanceJudge(judge, question=item["question"]), output)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
         question: the question the output should address (shown under "Question").
         threshold: the lowest passing score (inclusive).
         examples: graded examples ``{"output": ..., "score": ..., "reasoning": ...}``.
@@ -164,14 +166,15 @@ class RelevanceJudge(_Judge):
 
     criteria: ClassVar[str] = RELEVANCE_CRITERIA
 
-    judge: Model | None
-    question: str
+    judge: Model | None = None
+    question: str = REQUIRED
     threshold: float = DEFAULT_THRESHOLD
     examples: Sequence[Mapping[str, Any]] = ()
     instructions: str | None = None
     temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
+        self._require("question")
         object.__setattr__(self, "question", as_text("RelevanceJudge", "question", self.question))
         self._setup()
 
@@ -188,7 +191,7 @@ class HelpfulnessJudge(_Judge):
         self.assert_that(HelpfulnessJudge(judge, question=item["input"]), output)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
         question: the request the output answers (shown under "Question"), if any.
         threshold: the lowest passing score (inclusive).
         examples: graded examples ``{"output": ..., "score": ..., "reasoning": ...}``.
@@ -198,7 +201,7 @@ class HelpfulnessJudge(_Judge):
 
     criteria: ClassVar[str] = HELPFULNESS_CRITERIA
 
-    judge: Model | None
+    judge: Model | None = None
     question: str | None = None
     threshold: float = DEFAULT_THRESHOLD
     examples: Sequence[Mapping[str, Any]] = ()
@@ -228,7 +231,7 @@ class TaskCompletionJudge(_Judge):
         self.assert_that(TaskCompletionJudge(judge, goal=item["goal"]), trajectory)
 
     Args:
-        judge: the grading model; ``None`` uses ``AGENTEVAL_JUDGE_MODEL``.
+        judge: the grading model; ``None`` (the default) uses ``AGENTEVAL_JUDGE_MODEL``.
         goal: what the user came to get done (shown under "Goal").
         threshold: the lowest passing score (inclusive).
         examples: graded examples ``{"output": ..., "score": ..., "reasoning": ...}``.
@@ -238,14 +241,15 @@ class TaskCompletionJudge(_Judge):
 
     criteria: ClassVar[str] = TASK_COMPLETION_CRITERIA
 
-    judge: Model | None
-    goal: str
+    judge: Model | None = None
+    goal: str = REQUIRED
     threshold: float = DEFAULT_THRESHOLD
     examples: Sequence[Mapping[str, Any]] = ()
     instructions: str | None = None
     temperature: float | None = 0.0
 
     def __post_init__(self) -> None:
+        self._require("goal")
         object.__setattr__(self, "goal", as_text("TaskCompletionJudge", "goal", self.goal))
         self._setup()
 

@@ -9,11 +9,12 @@ from ._embeddings import OpenAIEmbeddings
 from ._factory import default_agent_model, default_judge_model, model
 from ._openai import OpenAIModel
 from ._retry import RetryPolicy
-from ._types import Embeddings, Model, ModelRequest, ModelResponse, ToolSpec
+from ._types import Embeddings, EmbeddingsResult, Model, ModelRequest, ModelResponse, ToolSpec
 
 __all__ = [
     "AnthropicModel",
     "Embeddings",
+    "EmbeddingsResult",
     "Model",
     "ModelRequest",
     "ModelResponse",

@@ -73,6 +73,13 @@ class AnthropicModel:
         self._max_tokens = max_tokens
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
+        # Import the SDK now rather than at the first call: the parallel executor forks one
+        # child per item after set_up built the model, and children inherit the parent's
+        # imports instead of each paying about a second for them.
+        import anthropic
+
+        self._client_class = anthropic.Anthropic
+        self._async_client_class = anthropic.AsyncAnthropic
         self._clients: ForkSafeClient[anthropic.Anthropic] = ForkSafeClient(self._new_client)
 
     @property
@@ -142,9 +149,7 @@ class AnthropicModel:
         self._clients = ForkSafeClient(self._new_client)
 
     def _new_client(self) -> anthropic.Anthropic:
-        import anthropic
-
-        return anthropic.Anthropic(
+        return self._client_class(
             api_key=self._api_key,
             base_url=self._base_url,
             timeout=self._timeout,
@@ -152,9 +157,7 @@ class AnthropicModel:
         )
 
     def _new_async_client(self) -> anthropic.AsyncAnthropic:
-        import anthropic
-
-        return anthropic.AsyncAnthropic(
+        return self._async_client_class(
             api_key=self._api_key,
             base_url=self._base_url,
             timeout=self._timeout,

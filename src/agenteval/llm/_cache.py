@@ -8,10 +8,16 @@ the text), so any change to the prompt, schema, temperature or model is a miss.
 Only responses that the caller accepted are stored (``validate``), so an invalid judge reply
 is never replayed. A hit comes back with ``cached=True`` and ``retries=0``.
 
-The cache is **off** unless :func:`configure_cache` turns it on. ``agenteval run`` does so
-(``--no-cache`` leaves it off); library code and unit tests (e.g. with
-:class:`~agenteval.testing.ScriptedModel`) are therefore never served a reply recorded by an
-earlier run, and write no files into the working directory.
+A model (or embeddings) whose ``cacheable`` attribute is False is never cached: its calls
+bypass the cache both ways. In-process doubles such as
+:class:`~agenteval.testing.ScriptedModel` say so, because what they reply (their script) is
+not part of the key: a re-run with a changed script would otherwise replay old replies.
+
+The cache is **off** unless :func:`configure_cache` turns it on. ``agenteval run`` and
+``run_evaluations(cache=True)`` turn it on for the length of the run (``--no-cache`` /
+``cache=False`` keep it off) and restore the previous setting afterwards; library code and
+unit tests are otherwise never served a reply recorded by an earlier run, and write no files
+into the working directory.
 
 Many processes may read and write one cache at once (the parallel executor forks one child
 per item): the database is in WAL mode with a busy timeout, every statement is its own short
@@ -22,8 +28,10 @@ cannot be read or written (locked for too long, read-only, corrupt) is logged an
 it never fails an item.
 
 Every call made through :func:`complete_cached`, :func:`acomplete_cached` and
-:func:`embed_cached` is accounted to the running item (``current_item().add_judge_call``);
-callers must not account it again.
+:func:`embed_cached` is accounted to the running item (``current_item().add_judge_call``),
+under the model's configured ``name`` (which price tables are keyed by), including a call
+that failed with a :class:`~agenteval.ProviderError` (its retries); callers must not account
+it again.
 """
 
 from __future__ import annotations
@@ -44,9 +52,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .._context import current_item
-from .._errors import ConfigError
+from .._errors import ConfigError, ProviderError
 from .._usage import Usage
-from ._types import Embeddings, Model, ModelRequest, ModelResponse
+from ._types import Embeddings, EmbeddingsResult, Model, ModelRequest, ModelResponse
 
 DEFAULT_CACHE_DIR = Path(".agenteval") / "cache"
 """Where the cache lives, relative to the working directory, unless configured."""
@@ -176,18 +184,23 @@ def complete_cached(
 ) -> ModelResponse:
     """``model.complete(request)`` through the cache, accounted to the running item.
 
-    On a hit (the cache is on, the request was seen, and ``validate`` accepts the stored
-    response) no call is made and the response has ``cached=True``. Otherwise the model is
-    called and the response is stored when ``validate`` (default: accept all) returns True.
+    On a hit (the cache is on, the model is ``cacheable``, the request was seen, and
+    ``validate`` accepts the stored response) no call is made and the response has
+    ``cached=True``. Otherwise the model is called and the response is stored when
+    ``validate`` (default: accept all) returns True.
     """
-    key = request_key(model.name, request)
-    hit = _lookup(key, validate)
+    name = model.name
+    cacheable = _cacheable(model)
+    key = request_key(name, request)
+    hit = _lookup(key, validate) if cacheable else None
     if hit is not None:
-        _account(hit)
+        _account(name, hit)
         return hit
-    response = model.complete(request)
-    _store(key, "complete", model.name, response, validate)
-    _account(response)
+    with _accounting_failures(name):
+        response = model.complete(request)
+    if cacheable:
+        _store(key, "complete", name, response, validate)
+    _account(name, response)
     return response
 
 
@@ -195,14 +208,18 @@ async def acomplete_cached(
     model: Model, request: ModelRequest, validate: Validator | None = None
 ) -> ModelResponse:
     """Async :func:`complete_cached`: awaits ``model.acomplete`` on a miss."""
-    key = request_key(model.name, request)
-    hit = _lookup(key, validate)
+    name = model.name
+    cacheable = _cacheable(model)
+    key = request_key(name, request)
+    hit = _lookup(key, validate) if cacheable else None
     if hit is not None:
-        _account(hit)
+        _account(name, hit)
         return hit
-    response = await model.acomplete(request)
-    _store(key, "complete", model.name, response, validate)
-    _account(response)
+    with _accounting_failures(name):
+        response = await model.acomplete(request)
+    if cacheable:
+        _store(key, "complete", name, response, validate)
+    _account(name, response)
     return response
 
 
@@ -210,20 +227,25 @@ def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> list[list[floa
     """``embeddings.embed(texts)`` through the cache, one entry per text.
 
     The texts not in the cache are embedded together in one call (none when all are
-    cached). The call is accounted to the running item as one (possibly cached) call.
+    cached). The call is accounted to the running item as one (possibly cached) call, with
+    the usage and retries reported by embeddings that have an ``embed_with_usage`` method
+    (as :class:`~agenteval.llm.OpenAIEmbeddings` has).
     """
     texts = list(texts)
     if not texts:
         return []
     name = embeddings.name
+    use_cache = _settings.enabled and _cacheable(embeddings)
     keys = [embedding_key(name, t) for t in texts]
     vectors: list[list[float] | None] = [None] * len(texts)
-    if _settings.enabled:
+    if use_cache:
         for i, key in enumerate(keys):
             vectors[i] = _decode_vector(_get(key))
     missing = [i for i, v in enumerate(vectors) if v is None]
+    usage, retries = Usage(), 0
     if missing:
-        fresh = embeddings.embed([texts[i] for i in missing])
+        with _accounting_failures(name):
+            fresh, usage, retries = _embed(embeddings, [texts[i] for i in missing])
         if len(fresh) != len(missing):
             raise ValueError(
                 f"Embeddings {name!r} returned {len(fresh)} vectors for {len(missing)} texts; "
@@ -232,12 +254,38 @@ def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> list[list[floa
         for i, vector in zip(missing, fresh, strict=True):
             floats = [float(x) for x in vector]
             vectors[i] = floats
-            if _settings.enabled:
+            if use_cache:
                 _put(keys[i], "embed", name, _encode_vector(floats))
     ctx = current_item()
     if ctx is not None:
-        ctx.add_judge_call(Usage(), cached=not missing, retries=0)
+        ctx.add_judge_call(usage, cached=not missing, retries=retries, model=name)
     return [v for v in vectors if v is not None]
+
+
+def _embed(embeddings: Embeddings, texts: list[str]) -> tuple[list[list[float]], Usage, int]:
+    """The vectors of ``texts``, with usage and retries when the embeddings report them."""
+    with_usage = getattr(embeddings, "embed_with_usage", None)
+    if with_usage is None:
+        return embeddings.embed(texts), Usage(), 0
+    result: EmbeddingsResult = with_usage(texts)
+    return result.vectors, result.usage, result.retries
+
+
+def _cacheable(model: Model | Embeddings) -> bool:
+    # In-process doubles opt out: their replies are not part of the key.
+    return bool(getattr(model, "cacheable", True))
+
+
+@contextmanager
+def _accounting_failures(name: str) -> Iterator[None]:
+    """Account a provider call that failed for good (its retries) to the item, then re-raise."""
+    try:
+        yield
+    except ProviderError as exc:
+        ctx = current_item()
+        if ctx is not None:
+            ctx.add_judge_call(Usage(), cached=False, retries=exc.retries, model=name)
+        raise
 
 
 def _digest(kind: str, name: str, payload: str) -> str:
@@ -248,11 +296,13 @@ def _digest(kind: str, name: str, payload: str) -> str:
     return h.hexdigest()
 
 
-def _account(response: ModelResponse) -> None:
+def _account(name: str, response: ModelResponse) -> None:
+    # The configured name, not response.model (the provider's dated snapshot name, such as
+    # claude-3-5-haiku-20241022): price tables are keyed by the names users configure.
     ctx = current_item()
     if ctx is not None:
         ctx.add_judge_call(
-            response.usage, cached=response.cached, retries=response.retries, model=response.model
+            response.usage, cached=response.cached, retries=response.retries, model=name
         )
 
 

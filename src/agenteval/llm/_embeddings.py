@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ProviderRequestError
+from .._errors import ProviderError, ProviderRequestError
+from .._usage import Usage
 from ._client import ForkSafeClient, resolve_api_key
 from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
 from ._retry import Failure, RetryPolicy, call_with_retries
+from ._types import EmbeddingsResult
 
 if TYPE_CHECKING:
     import openai
@@ -41,6 +43,10 @@ class OpenAIEmbeddings:
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIEmbeddings", self._base_url)
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
+        # Import the SDK now rather than at the first call: forked children inherit it.
+        import openai
+
+        self._client_class = openai.OpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     @property
@@ -55,10 +61,27 @@ class OpenAIEmbeddings:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in order (no request for an empty list)."""
+        return self.embed_with_usage(texts).vectors
+
+    def embed_with_usage(self, texts: list[str]) -> EmbeddingsResult:
+        """:meth:`embed`, with the tokens the server counted and the retries it took.
+
+        The response cache calls this (rather than :meth:`embed`) so that reports show
+        embedding usage. A :class:`~agenteval.ProviderError` carries the retries of every
+        batch sent so far.
+        """
         vectors: list[list[float]] = []
+        usage, retries = Usage(), 0
         for start in range(0, len(texts), _BATCH):
-            vectors.extend(self._embed_batch(texts[start : start + _BATCH]))
-        return vectors
+            try:
+                batch, batch_usage, batch_retries = self._embed_batch(texts[start : start + _BATCH])
+            except ProviderError as exc:
+                exc.retries += retries
+                raise
+            vectors.extend(batch)
+            usage = usage + batch_usage
+            retries += batch_retries
+        return EmbeddingsResult(vectors, usage, retries)
 
     def close(self) -> None:
         """Close the HTTP connections of this process's client."""
@@ -73,14 +96,14 @@ class OpenAIEmbeddings:
         self.__dict__.update(state)
         self._clients = ForkSafeClient(self._new_client)
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    def _embed_batch(self, texts: list[str]) -> tuple[list[list[float]], Usage, int]:
         client = self._clients.get()
         timeout = self._timeout
 
         def classify(exc: BaseException) -> Failure | None:
             return classify_openai_error(exc, timeout)
 
-        response, _ = call_with_retries(
+        response, retries = call_with_retries(
             lambda: client.embeddings.create(
                 model=self._model, input=texts, encoding_format="float"
             ),
@@ -96,12 +119,12 @@ class OpenAIEmbeddings:
                 f"{self.name} returned {len(data)} embeddings for {len(texts)} texts: check "
                 "that the server implements the OpenAI embeddings API"
             )
-        return [[float(x) for x in item.embedding] for item in data]
+        tokens = getattr(response.usage, "prompt_tokens", None) or 0
+        vectors = [[float(x) for x in item.embedding] for item in data]
+        return vectors, Usage(input_tokens=tokens), retries
 
     def _new_client(self) -> openai.OpenAI:
-        import openai
-
-        return openai.OpenAI(
+        return self._client_class(
             api_key=self._api_key,
             base_url=self._base_url,
             timeout=self._timeout,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .._errors import ProviderRequestError
+from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
 from ._client import ForkSafeClient, resolve_api_key
@@ -35,6 +35,18 @@ ENV_KEY = "OPENAI_API_KEY"
 KEY_HINT = f"{ENV_KEY} or the api_key= argument"
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 
+StructuredOutput = Literal["auto", "json_schema", "prompt"]
+"""How :class:`OpenAIModel` asks for structured output (see its ``structured_output``)."""
+
+_STRUCTURED_OUTPUT = get_args(StructuredOutput)
+
+_json_in_prompt_servers: set[tuple[str | None, str]] = set()
+"""``(base_url, model)`` pairs that rejected ``response_format`` in this process.
+
+Module-level, not per model: every model of that server and name skips the 400 round trip,
+and so does every child the parallel executor forks after the parent learned it.
+"""
+
 
 class _ResponseFormatRejected(Exception):
     """The server answered 400 to a request with ``response_format``."""
@@ -45,11 +57,18 @@ class OpenAIModel:
 
     Use it for OpenAI models, or with ``base_url`` for vLLM, Ollama, llama.cpp server and
     other OpenAI-compatible endpoints (no key is needed there). The key comes from
-    ``api_key`` or ``OPENAI_API_KEY``. Structured output uses ``response_format`` with a
-    JSON schema; a server that rejects it with a 400 is asked for JSON in the prompt
-    instead, and this model remembers to do so. Example::
+    ``api_key`` or ``OPENAI_API_KEY``.
 
-        local = OpenAIModel("llama3.1:8b", base_url="http://localhost:11434/v1")
+    ``structured_output`` says how a request's JSON schema is sent: ``"json_schema"`` always
+    uses ``response_format`` (a 400 is an error), ``"prompt"`` always asks for JSON in the
+    system prompt, and ``"auto"`` (the default) uses ``response_format`` until the server
+    rejects it with a 400, then asks in the prompt instead and remembers that for this
+    server and model name, in this process and the children it forks. Declare it when you
+    know the server, to save that first rejected request. Example::
+
+        local = OpenAIModel(
+            "llama3.1:8b", base_url="http://localhost:11434/v1", structured_output="prompt"
+        )
         reply = local.complete(ModelRequest(messages=[Message.user("Hi")]))
     """
 
@@ -62,14 +81,27 @@ class OpenAIModel:
         max_tokens: int = 1024,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
+        structured_output: StructuredOutput = "auto",
     ) -> None:
+        if structured_output not in _STRUCTURED_OUTPUT:
+            raise UsageError(
+                f"OpenAIModel(structured_output={structured_output!r}) is invalid: use "
+                "'auto', 'json_schema' or 'prompt'"
+            )
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIModel", self._base_url)
         self._max_tokens = max_tokens
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
-        self._json_in_prompt = False
+        self._structured_output: StructuredOutput = structured_output
+        # Import the SDK now rather than at the first call: the parallel executor forks one
+        # child per item after set_up built the model, and children inherit the parent's
+        # imports instead of each paying about a second for them.
+        import openai
+
+        self._client_class = openai.OpenAI
+        self._async_client_class = openai.AsyncOpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     @property
@@ -85,9 +117,16 @@ class OpenAIModel:
         return self._retry
 
     @property
+    def structured_output(self) -> StructuredOutput:
+        """How structured output is asked for: ``"auto"``, ``"json_schema"`` or ``"prompt"``."""
+        return self._structured_output
+
+    @property
     def json_in_prompt(self) -> bool:
-        """Whether structured output is asked for in the prompt (the server rejected it)."""
-        return self._json_in_prompt
+        """Whether structured output is asked for in the prompt (declared, or learned)."""
+        if self._structured_output == "auto":
+            return (self._base_url, self._model) in _json_in_prompt_servers
+        return self._structured_output == "prompt"
 
     def __repr__(self) -> str:
         if self._base_url:
@@ -97,10 +136,11 @@ class OpenAIModel:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the reply, retrying transient errors."""
         client = self._clients.get()
+        fallback = self._structured_output == "auto"
 
         def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
             def attempt() -> ChatCompletion:
-                return _create(client, params)
+                return _create(client, params, fallback)
 
             return call_with_retries(
                 attempt,
@@ -112,21 +152,22 @@ class OpenAIModel:
             )
 
         try:
-            completion, retries = send(self._params(request, self._json_in_prompt))
+            completion, retries = send(self._params(request, self.json_in_prompt))
         except _ResponseFormatRejected:
             completion, retries = send(self._params(request, json_in_prompt=True))
-            self._json_in_prompt = True
+            _json_in_prompt_servers.add((self._base_url, self._model))
         return self._to_response(completion, request, retries)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """Async form of :meth:`complete`, over the SDK's async client."""
         # One async client per call: an async connection pool is bound to the event loop
         # that created it, and callers may run each call in a fresh loop.
+        fallback = self._structured_output == "auto"
         async with self._new_async_client() as client:
 
             async def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
                 async def attempt() -> ChatCompletion:
-                    return await _acreate(client, params)
+                    return await _acreate(client, params, fallback)
 
                 return await acall_with_retries(
                     attempt,
@@ -138,10 +179,10 @@ class OpenAIModel:
                 )
 
             try:
-                completion, retries = await send(self._params(request, self._json_in_prompt))
+                completion, retries = await send(self._params(request, self.json_in_prompt))
             except _ResponseFormatRejected:
                 completion, retries = await send(self._params(request, json_in_prompt=True))
-                self._json_in_prompt = True
+                _json_in_prompt_servers.add((self._base_url, self._model))
         return self._to_response(completion, request, retries)
 
     def close(self) -> None:
@@ -158,9 +199,7 @@ class OpenAIModel:
         self._clients = ForkSafeClient(self._new_client)
 
     def _new_client(self) -> openai.OpenAI:
-        import openai
-
-        return openai.OpenAI(
+        return self._client_class(
             api_key=self._api_key,
             base_url=self._base_url,
             timeout=self._timeout,
@@ -168,9 +207,7 @@ class OpenAIModel:
         )
 
     def _new_async_client(self) -> openai.AsyncOpenAI:
-        import openai
-
-        return openai.AsyncOpenAI(
+        return self._async_client_class(
             api_key=self._api_key,
             base_url=self._base_url,
             timeout=self._timeout,
@@ -306,25 +343,27 @@ def _arguments(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_arguments": value}
 
 
-def _create(client: openai.OpenAI, params: dict[str, Any]) -> ChatCompletion:
+def _create(client: openai.OpenAI, params: dict[str, Any], fallback: bool) -> ChatCompletion:
     import openai
 
     try:
         completion: ChatCompletion = client.chat.completions.create(**params)
     except openai.BadRequestError:
-        if "response_format" in params:
+        if fallback and "response_format" in params:
             raise _ResponseFormatRejected() from None
         raise
     return completion
 
 
-async def _acreate(client: openai.AsyncOpenAI, params: dict[str, Any]) -> ChatCompletion:
+async def _acreate(
+    client: openai.AsyncOpenAI, params: dict[str, Any], fallback: bool
+) -> ChatCompletion:
     import openai
 
     try:
         completion: ChatCompletion = await client.chat.completions.create(**params)
     except openai.BadRequestError:
-        if "response_format" in params:
+        if fallback and "response_format" in params:
             raise _ResponseFormatRejected() from None
         raise
     return completion

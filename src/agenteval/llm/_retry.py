@@ -38,9 +38,11 @@ class RetryPolicy:
     Retried: HTTP 429 (rate limits), 5xx, Anthropic 529 / ``overloaded_error`` (also inside
     a 200 stream), timeouts and connection errors. The wait before retry *n* is
     ``base_delay * 2**(n-1)`` capped at ``max_delay`` (times a random factor in [0.5, 1]
-    with ``jitter``), unless the server sent ``retry-after-ms`` / ``retry-after``, which is
-    honoured (capped at ``max_delay``). Waits never add up to more than ``max_total_wait``.
-    Never retried: 400/401/403/404 and quota errors.
+    with ``jitter``), unless the server sent ``retry-after-ms`` / ``retry-after``: that is
+    the server's instruction and is honoured in full, even beyond ``max_delay``. Waits
+    never add up to more than ``max_total_wait``; when the server asks for a wait longer
+    than what is left of it, the call gives up at once (retrying earlier would only fail
+    again). Never retried: 400/401/403/404 and quota errors.
 
     ``sleep`` / ``async_sleep`` do the waiting; tests inject recorders::
 
@@ -77,9 +79,9 @@ class RetryPolicy:
         return delay
 
     def wait_before(self, retry: int, retry_after: float | None) -> float:
-        """The wait before retry ``retry``: the server's ``retry_after`` if given, else backoff."""
+        """The wait before retry ``retry``: the server's ``retry_after`` in full, else backoff."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
+            return max(retry_after, 0.0)
         return self.backoff(retry)
 
 
@@ -155,10 +157,12 @@ class _Attempts:
         if self.retries + 1 >= self.policy.max_attempts:
             return self._exhausted(failure)
         delay = self.policy.wait_before(self.retries + 1, failure.retry_after)
-        remaining = self.policy.max_total_wait - self.waited
+        remaining = max(self.policy.max_total_wait - self.waited, 0.0)
+        if failure.retry_after is not None and delay > remaining:
+            return self._beyond_budget(failure, delay, remaining)
         if remaining <= 0 and self.policy.max_total_wait > 0:
             return self._exhausted(failure)
-        delay = min(delay, max(remaining, 0.0))
+        delay = min(delay, remaining)
         self.retries += 1
         self.waited += delay
         return delay
@@ -183,6 +187,20 @@ class _Attempts:
             self.redact(
                 f"{self.label} rejected the request ({summary}): check the model name and the "
                 "request; client errors are not retried"
+            )
+        )
+
+    def _beyond_budget(
+        self, failure: Failure, asked: float, remaining: float
+    ) -> ProviderUnavailableError:
+        attempts = self.retries + 1
+        budget = self.policy.max_total_wait
+        return ProviderUnavailableError(
+            self.redact(
+                f"{self.label} gave up after {attempts} attempt{'s' if attempts > 1 else ''} "
+                f"({failure.summary}): the server asked to wait {asked:g}s, beyond the retry "
+                f"budget ({remaining:.1f}s left of max_total_wait={budget:g}s); "
+                "retry later or raise RetryPolicy(max_total_wait=...)"
             )
         )
 
@@ -217,7 +235,8 @@ def call_with_retries(
 
     Returns the result and the number of retries it took. Exceptions the classifier does
     not recognise propagate unchanged; provider errors become :class:`ProviderError`
-    subclasses whose messages never contain any of ``secrets``.
+    subclasses whose messages never contain any of ``secrets`` and whose ``retries`` say
+    how many retries were made before giving up.
     """
     state = _attempts(label, policy, secrets, key_hint)
     while True:
@@ -229,6 +248,7 @@ def call_with_retries(
                 raise
             delay = state.next_wait(failure)
         if isinstance(delay, ProviderError):
+            delay.retries = state.retries
             # Never chain the SDK exception: it carries the request, auth header included.
             raise delay from None
         policy.sleep(delay)
@@ -254,6 +274,7 @@ async def acall_with_retries(
                 raise
             delay = state.next_wait(failure)
         if isinstance(delay, ProviderError):
+            delay.retries = state.retries
             # Never chain the SDK exception: it carries the request, auth header included.
             raise delay from None
         await policy.async_sleep(delay)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,6 +66,11 @@ class Model(Protocol):
 
     ``name`` identifies provider and model (``"anthropic:claude-..."``); it is part of the
     cache key. Implement both methods; ``acomplete`` may simply run ``complete`` in a thread.
+
+    An optional ``cacheable`` attribute (default True when absent) lets a model opt out of
+    the response cache: set it to False when the replies depend on something the cache key
+    (``name`` and the request) does not capture, as for in-process doubles such as
+    :class:`~agenteval.testing.ScriptedModel`, whose script can change between runs.
     """
 
     @property
@@ -83,7 +89,12 @@ class Model(Protocol):
 
 @runtime_checkable
 class Embeddings(Protocol):
-    """What agenteval needs from an embedding model: texts in, one vector per text out."""
+    """What agenteval needs from an embedding model: texts in, one vector per text out.
+
+    Optional extras: a ``cacheable`` attribute (False keeps the embeddings out of the
+    response cache, as for :class:`Model`) and an ``embed_with_usage(texts)`` method
+    returning an :class:`EmbeddingsResult`, whose usage and retries are then recorded.
+    """
 
     @property
     def name(self) -> str:
@@ -93,3 +104,12 @@ class Embeddings(Protocol):
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per input text, in order."""
         ...
+
+
+@dataclass(frozen=True)
+class EmbeddingsResult:
+    """What ``embed_with_usage`` returns: the vectors, their token usage and the retries."""
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    retries: int = 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-from .._results import EvaluatorSummary, ItemResult, RunSummary
+from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
 from ._text import safe
 
@@ -69,9 +69,9 @@ class ConsoleOutput(OutputDriver):
     def start_run(self, run: RunInfo) -> None:
         """Print the run header and start the progress display."""
         mode = (
-            f"concurrency {run.concurrency} ({run.executor})"
-            if run.concurrency > 1
-            else "sequential"
+            "sequential"
+            if run.executor == "inline"
+            else f"concurrency {run.concurrency} ({run.executor})"
         )
         resumed = " · resumed" if run.resumed else ""
         self._line(
@@ -90,7 +90,7 @@ class ConsoleOutput(OutputDriver):
             )
 
             self._bars = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[stats]}"),
@@ -165,7 +165,7 @@ class ConsoleOutput(OutputDriver):
         if s.error is not None:
             lines.append(
                 (
-                    f"  ERROR in {s.error.stage}: {s.error.type}: {_one_line(s.error.message)}",
+                    f"  ERROR in {s.error.stage}: {_error_text(s.error)}",
                     "yellow",
                 )
             )
@@ -177,7 +177,7 @@ class ConsoleOutput(OutputDriver):
             return lines  # nothing ran: the error line says it all
         if not s.complete:
             lines.append(("  interrupted: not every item of this evaluator ran", "yellow"))
-        counts = f"{s.passed} passed, {s.failed} failed, {s.errored} errors"
+        counts = f"{s.passed} passed, {s.failed} failed, {_count(s.errored, 'error')}"
         if s.cancelled:
             counts += f", {s.cancelled} cancelled"
         lines.append(
@@ -205,7 +205,7 @@ class ConsoleOutput(OutputDriver):
         label = f"item {item.id!r}" if isinstance(item.id, str) else f"item {item.id}"
         if item.repeat:
             label += f" (repeat {item.repeat})"
-        if self.verbose:
+        if self.verbose and item.error is None:
             score = "-" if item.score is None else f"{item.score:.2f}"
             lines.append(
                 (
@@ -215,9 +215,10 @@ class ConsoleOutput(OutputDriver):
             )
         if item.error is not None:
             e = item.error
+            site = f"  {e.file}:{e.line}" if e.file else ""
             lines.append(
                 (
-                    f"  {_tag(item.status)}{safe(label)} · {e.stage} · {e.type}: {_one_line(e.message)}",
+                    f"  {_tag(item.status)}{safe(label)} · {e.stage} · {_error_text(e)}{site}",
                     "yellow",
                 )
             )
@@ -249,7 +250,7 @@ class ConsoleOutput(OutputDriver):
         lines: list[tuple[str, str | None]] = [("", None)]
         lines.extend((f"notice: {safe(n)}", "yellow") for n in run.notices)
         skipped = sum(1 for e in run.evaluators if e.status == "skipped")
-        parts = [f"{run.passed} passed", f"{run.failed} failed", f"{run.errored} errors"]
+        parts = [f"{run.passed} passed", f"{run.failed} failed", _count(run.errored, "error")]
         if run.cancelled:
             parts.append(f"{run.cancelled} cancelled")
         broken = sum(1 for e in run.evaluators if e.error is not None)
@@ -291,6 +292,11 @@ class ConsoleOutput(OutputDriver):
             )
         )
         return lines
+
+
+def _error_text(error: ErrorInfo) -> str:
+    message = _one_line(error.message)
+    return f"{error.type}: {message}" if message else error.type
 
 
 def _tag(status: str) -> str:

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# ANSI escape sequences, C0/C1 controls, and the invisible Unicode characters that reorder
+# or break lines (bidi overrides and isolates, line/paragraph separators)
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
-    return "".join(f"\\x{ord(c):02x}" for c in match.group(0))
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" for c in match.group(0)
+    )
 
 
 def safe(text: str, limit: int | None = None) -> str:

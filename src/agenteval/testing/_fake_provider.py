@@ -309,12 +309,16 @@ class FakeProvider:
         text: str = "",
         ids: Iterable[str | None] = (),
     ) -> FakeReply:
-        """An assistant reply calling several tools, as ``(name, inputs)`` pairs."""
+        """An assistant reply calling several tools, as ``(name, inputs)`` pairs.
+
+        A call without an id in ``ids`` gets one when the reply is sent, unique to the
+        request (``call_fake_<request number>_<position>``), as providers give.
+        """
         call_list = list(calls)
         id_list = list(ids) + [None] * len(call_list)
         built = tuple(
-            ToolCall(id=call_id or f"call_fake_{i}", name=name, inputs=dict(inputs))
-            for i, ((name, inputs), call_id) in enumerate(zip(call_list, id_list, strict=False))
+            ToolCall(id=call_id or "", name=name, inputs=dict(inputs))
+            for (name, inputs), call_id in zip(call_list, id_list, strict=False)
         )
         return FakeReply(text=text, tool_calls=built)
 
@@ -461,6 +465,7 @@ class FakeProvider:
             return
         if reply.delay and self._stopping.wait(reply.delay):
             return
+        reply = _with_call_ids(request, reply)
         if reply.kind == "hang":
             self._hang(handler)
         elif reply.kind == "disconnect":
@@ -785,6 +790,17 @@ def _resolve(item: Any, request: RecordedRequest) -> FakeReply | None:
         f"reply for request #{request.index + 1} must be a FakeReply, str, dict or callable, "
         f"got {type(item).__name__}"
     )
+
+
+def _with_call_ids(request: RecordedRequest, reply: FakeReply) -> FakeReply:
+    """``reply`` with an id for each tool call scripted without one, unique to the request."""
+    if all(call.id for call in reply.tool_calls):
+        return reply
+    calls = tuple(
+        call if call.id else call.model_copy(update={"id": f"call_fake_{request.index + 1}_{i}"})
+        for i, call in enumerate(reply.tool_calls)
+    )
+    return replace(reply, tool_calls=calls)
 
 
 def _model_of(request: RecordedRequest) -> str:

@@ -32,11 +32,22 @@ class ScriptedModel:
     omit ``id``), or a callable that receives the request and returns any of these.
     Running out of replies raises :class:`ScriptExhaustedError`. ``requests`` holds every
     request received.
+
+    It is never served from (nor stored in) the response cache: the script is not part of
+    the cache key, so a re-run with a changed script would replay old replies.
+    ``cacheable=True`` opts in, for tests of the cache itself.
     """
 
-    def __init__(self, replies: Iterable[ScriptedReply], *, name: str = "scripted:model") -> None:
+    def __init__(
+        self,
+        replies: Iterable[ScriptedReply],
+        *,
+        name: str = "scripted:model",
+        cacheable: bool = False,
+    ) -> None:
         self._replies = list(replies)
         self._name = name
+        self.cacheable = cacheable
         self._lock = threading.Lock()
         self.requests: list[ModelRequest] = []
 

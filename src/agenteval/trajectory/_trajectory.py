@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,7 +46,10 @@ class Trajectory(BaseModel):
 
     A tool call that appears more than once in the history (the pending snapshot when the
     agent proposed it, then the final outcome) is reported once, the later snapshot's fields
-    winning. A trajectory is plain JSON (``model_dump_json`` / ``model_validate_json``).
+    winning. Two snapshots are one call when they share an id and the first is still
+    waiting for its result, or they have the same tool and arguments; a call that reuses
+    the id of a finished call with other arguments is a separate call. A trajectory is
+    plain JSON (``model_dump_json`` / ``model_validate_json``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,7 +80,9 @@ class Trajectory(BaseModel):
         and each result is a ``{"role": "tool", "tool_call_id": ...}`` message. Messages
         may be dicts or SDK objects. OpenAI has no error flag or approval state: an optional
         ``is_error`` key on a tool message, ``approval`` / ``approval_reason`` keys on a tool
-        call and a ``usage`` key on an assistant message are read when present.
+        call and a ``usage`` key on an assistant message are read when present. As for
+        :class:`~agenteval.llm.OpenAIModel`, the cached part of ``prompt_tokens`` is counted
+        as ``cache_read_tokens`` only, not as input tokens too.
         """
         return cls(history=[_from_openai(_plain(m), i) for i, m in enumerate(messages)])
 
@@ -106,7 +111,7 @@ class Trajectory(BaseModel):
 
     def tool_calls(self, name: str | None = None) -> list[ToolCall]:
         """Every tool call in execution order, merged with its result; optionally one tool's."""
-        calls = _merged_calls(self.history)
+        calls = _merge(self.history).calls
         if name is None:
             return calls
         return [call for call in calls if call.name == name]
@@ -132,12 +137,22 @@ class Trajectory(BaseModel):
         return [m for m in self.history if m.role == "user"]
 
     def assistant_messages(self) -> list[Message]:
-        """The agent's messages: one per step (model call) of its loop."""
+        """The agent's messages, including snapshots that only repeat earlier tool calls."""
         return [m for m in self.history if m.role == "assistant"]
 
     def step_count(self) -> int:
-        """Number of agent steps: assistant messages, each one model call."""
-        return len(self.assistant_messages())
+        """Number of agent steps: assistant messages, each one model call.
+
+        A message that only repeats tool calls already seen (the final snapshot of a call
+        recorded after its pending one: no text, no usage, every call merged into an earlier
+        one) is not a new step.
+        """
+        merged = _merge(self.history)
+        return sum(
+            1
+            for i, message in enumerate(self.history)
+            if message.role == "assistant" and not merged.only_repeats(i, message)
+        )
 
     def usage(self) -> Usage:
         """Token usage of the whole conversation: the sum over every message that has one."""
@@ -202,14 +217,14 @@ class Trajectory(BaseModel):
         Lists every turn, each tool call with its arguments, the approver's decision with its
         reason, and each tool result (marked when it is an error).
         """
-        merged = {call.id: call for call in _merged_calls(self.history)}
-        answered = {m.tool_call_id for m in self.history if m.role == "tool"}
-        names = {call.id: call.name for call in merged.values()}
-        shown: set[str] = set()
+        merged = _merge(self.history)
+        answered = set(merged.result_of.values())
+        shown: set[int] = set()
         lines: list[str] = []
-        for message in self.history:
+        for i, message in enumerate(self.history):
             if message.role == "tool":
-                name = names.get(message.tool_call_id or "", "unknown tool")
+                k = merged.result_of.get(i)
+                name = "unknown tool" if k is None else merged.calls[k].name
                 label = "Tool error" if message.is_error else "Tool result"
                 lines.append(f"{label} [{name}]: {message.content}")
                 continue
@@ -218,16 +233,17 @@ class Trajectory(BaseModel):
                 continue
             if message.content or not message.tool_calls:
                 lines.append(f"Assistant: {message.content}")
-            for snapshot in message.tool_calls:
-                if snapshot.id in shown:  # a later snapshot of a call already shown, merged
+            for j in range(len(message.tool_calls)):
+                k = merged.snapshot_of[(i, j)]
+                if k in shown:  # a later snapshot of a call already shown, merged
                     continue
-                shown.add(snapshot.id)
-                call = merged.get(snapshot.id, snapshot)
+                shown.add(k)
+                call = merged.calls[k]
                 lines.append(f"Tool call [{call.name}] {_json(call.inputs)}")
                 if call.approval is not None:
                     reason = f" (reason: {call.approval_reason})" if call.approval_reason else ""
                     lines.append(f"Approval [{call.name}]: {call.approval}{reason}")
-                if call.id not in answered and call.result is not None:
+                if k not in answered and call.result is not None:
                     label = "Tool error" if call.is_error else "Tool result"
                     lines.append(f"{label} [{call.name}]: {_text(call.result)}")
         return "\n".join(lines)
@@ -259,16 +275,25 @@ def as_trajectory(value: object) -> Trajectory | None:
 
     Accepts a ``Trajectory``; an object with a ``to_trajectory()`` method returning one
     (the hook for your own result objects); anything with a callable ``messages()``
-    returning neutral messages (a :class:`~agenteval.agents.ToolAgent`, any
+    (a :class:`~agenteval.agents.ToolAgent`, any
     :class:`~agenteval.conversation.ConversationalAgent`, a
-    :class:`~agenteval.conversation.Conversation`); a list of
-    :class:`~agenteval.trajectory.Message` (or one message alone, which holds only its own
-    tool calls); or the JSON form of a trajectory (a dict with ``history``). Strings are text, never paths: they give ``None``, as does anything else.
-    The conversation is read as it stands — nothing is run or continued.
+    :class:`~agenteval.conversation.Conversation`) or a ``messages`` list attribute (a
+    stored chat record); a message list — of :class:`~agenteval.trajectory.Message`, or of
+    OpenAI-style or Anthropic-style dicts, whose style is detected (see
+    :meth:`Trajectory.from_openai` and :meth:`Trajectory.from_anthropic`); one message
+    alone (which holds only its own tool calls); or the JSON form of a trajectory (a dict
+    with ``history``). Strings are text, never paths: they give ``None``, as does anything
+    it cannot convert (a list mixing both styles, a malformed message). The conversation is
+    read as it stands — nothing is run or continued.
+
+    Example::
+
+        history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hey"}]
+        as_trajectory(history).final_answer()   # 'hey'
     """
     if isinstance(value, Trajectory):
         return value
-    if value is None or isinstance(value, (str, bytes, bytearray, int, float, bool)):
+    if value is None or isinstance(value, (str, bytes, bytearray, int, float, bool, type)):
         return None
     to_trajectory = getattr(value, "to_trajectory", None)
     if callable(to_trajectory):
@@ -287,42 +312,123 @@ def as_trajectory(value: object) -> Trajectory | None:
         except ValidationError:
             return None
     messages = getattr(value, "messages", None)
-    if callable(messages) and not isinstance(value, type):
-        produced = messages()
-        if isinstance(produced, Trajectory):
-            return produced
-        if isinstance(produced, (list, tuple)):
-            return _from_message_list(produced)
+    produced = messages() if callable(messages) else messages
+    if isinstance(produced, Trajectory):
+        return produced
+    if isinstance(produced, (list, tuple)):
+        return _from_message_list(produced)
     return None
 
 
 def _from_message_list(values: Sequence[object]) -> Trajectory | None:
     if all(isinstance(v, Message) for v in values):
         return Trajectory(history=[v for v in values if isinstance(v, Message)])
-    return None
+    if any(isinstance(v, Message) for v in values):
+        return None
+    raw = [_plain(v) for v in values]
+    if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in raw):
+        return None
+    style = _style(raw)
+    if style is None:
+        return None
+    convert = Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic
+    try:
+        return convert(raw)
+    except (TypeError, ValueError):  # a malformed message: not a conversation we can read
+        return None
+
+
+def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropic"] | None:
+    """``"openai"`` or ``"anthropic"`` from the marks only one of them leaves; ``None`` if mixed.
+
+    OpenAI has ``tool`` and ``developer`` roles and ``tool_calls`` keys; Anthropic has
+    ``tool_use`` and ``tool_result`` content blocks. A text-only conversation reads the
+    same either way.
+    """
+    openai = anthropic = False
+    for message in messages:
+        if message.get("role") in ("tool", "developer") or any(
+            message.get(key) is not None for key in ("tool_calls", "tool_call_id", "function_call")
+        ):
+            openai = True
+        content = message.get("content")
+        if isinstance(content, (list, tuple)):
+            kinds = {_field(_plain(block), "type") for block in content}
+            anthropic = anthropic or bool(kinds & {"tool_use", "tool_result"})
+    if openai and anthropic:
+        return None
+    return "anthropic" if anthropic else "openai"
 
 
 # -- merging ---------------------------------------------------------------------------------
 
 
-def _merged_calls(history: Sequence[Message]) -> list[ToolCall]:
-    """Tool calls in order of first appearance; later snapshots and results win."""
-    calls: dict[str, ToolCall] = {}
-    for message in history:
+@dataclass(frozen=True)
+class _Merged:
+    """The tool calls of a history, and which snapshot and result message belong to which."""
+
+    calls: list[ToolCall]
+    first_seen: list[int]  # per call: the index of the message that first showed it
+    snapshot_of: dict[tuple[int, int], int]  # (message, position in it) -> call
+    result_of: dict[int, int]  # tool message -> call
+
+    def only_repeats(self, i: int, message: Message) -> bool:
+        """Whether message ``i`` is a bare snapshot of calls shown earlier, not a model call."""
+        return (
+            bool(message.tool_calls)
+            and not message.content
+            and message.usage is None
+            and all(
+                self.first_seen[self.snapshot_of[(i, j)]] < i
+                for j in range(len(message.tool_calls))
+            )
+        )
+
+
+def _same_call(earlier: ToolCall, later: ToolCall) -> bool:
+    """Whether ``later`` is a new snapshot of ``earlier`` (same id), not a new call reusing it.
+
+    A call still waiting for its result may be updated (approved, edited); once it has a
+    result, only a snapshot with the same tool and arguments is the same call.
+    """
+    if earlier.result is None:
+        return True
+    return earlier.name == later.name and earlier.inputs == later.inputs
+
+
+def _merge(history: Sequence[Message]) -> _Merged:
+    """Tool calls in order of first appearance; later snapshots and results of a call win.
+
+    Providers may reuse a call id across turns, so an id alone does not make two snapshots
+    one call (see :func:`_same_call`), and calls within one message are always distinct.
+    """
+    calls: list[ToolCall] = []
+    first_seen: list[int] = []
+    snapshot_of: dict[tuple[int, int], int] = {}
+    result_of: dict[int, int] = {}
+    latest: dict[str, int] = {}  # call id -> the most recent call with it
+    for i, message in enumerate(history):
         if message.role == "assistant":
-            for call in message.tool_calls:
-                previous = calls.get(call.id)
-                if previous is None:
-                    calls[call.id] = call
-                else:
+            in_message: set[int] = set()
+            for j, call in enumerate(message.tool_calls):
+                k = latest.get(call.id)
+                if k is not None and k not in in_message and _same_call(calls[k], call):
                     update = {field: getattr(call, field) for field in call.model_fields_set}
-                    calls[call.id] = previous.model_copy(update=update)
-        elif message.role == "tool" and message.tool_call_id in calls:
-            key = message.tool_call_id
-            calls[key] = calls[key].model_copy(
+                    calls[k] = calls[k].model_copy(update=update)
+                else:
+                    k = len(calls)
+                    calls.append(call)
+                    first_seen.append(i)
+                    latest[call.id] = k
+                in_message.add(k)
+                snapshot_of[(i, j)] = k
+        elif message.role == "tool" and message.tool_call_id in latest:
+            k = latest[message.tool_call_id]
+            calls[k] = calls[k].model_copy(
                 update={"result": message.content, "is_error": message.is_error}
             )
-    return list(calls.values())
+            result_of[i] = k
+    return _Merged(calls, first_seen, snapshot_of, result_of)
 
 
 def _digest(value: Any) -> dict[str, Any]:
@@ -375,22 +481,33 @@ def _usage(raw: Any, where: str) -> Usage | None:
     if not isinstance(raw, Mapping):
         raise ValueError(f"{where}: 'usage' must be an object, got {raw!r}")
 
-    def count(*keys: str) -> int:
+    details = _plain(raw.get("prompt_tokens_details"))
+    if not isinstance(details, Mapping):
+        details = {}
+
+    def count(source: Mapping[str, Any], *keys: str) -> int:
         for key in keys:
-            value = raw.get(key)
-            if isinstance(value, int):
+            value = source.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
                 return value
         return 0
 
-    cached = raw.get("prompt_tokens_details")
-    cache_read = count("cache_read_tokens", "cache_read_input_tokens")
-    if not cache_read and isinstance(cached, Mapping):
-        cache_read = cached.get("cached_tokens") or 0
+    cache_read = count(raw, "cache_read_tokens", "cache_read_input_tokens") or count(
+        details, "cached_tokens"
+    )
+    cache_write = count(raw, "cache_write_tokens", "cache_creation_input_tokens") or count(
+        details, "cache_write_tokens"
+    )
+    if "input_tokens" in raw or "prompt_tokens" not in raw:
+        input_tokens = count(raw, "input_tokens")
+    else:
+        # OpenAI's prompt_tokens include the cached ones; the four counts must not overlap.
+        input_tokens = max(count(raw, "prompt_tokens") - cache_read - cache_write, 0)
     return Usage(
-        input_tokens=count("input_tokens", "prompt_tokens"),
-        output_tokens=count("output_tokens", "completion_tokens"),
+        input_tokens=input_tokens,
+        output_tokens=count(raw, "output_tokens", "completion_tokens"),
         cache_read_tokens=cache_read,
-        cache_write_tokens=count("cache_write_tokens", "cache_creation_input_tokens"),
+        cache_write_tokens=cache_write,
     )
 
 
