@@ -440,3 +440,55 @@ def test_cli_secrets_are_redacted_from_reports(cli: Cli, write: Write, tmp_path:
     assert secret not in (tmp_path / "out.json").read_text()
     records = next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
     assert secret not in records
+
+
+SURROGATE = """
+    from agenteval import BaseEvaluator
+    from agenteval.assertions import StringContains
+    from agenteval.datasets import JsonDataset
+
+    class Surrogates(BaseEvaluator):
+        def get_dataset(self):
+            return JsonDataset("cases.json")
+
+        def run(self, item):
+            return "fine " + item["input"]
+
+        def evaluate(self, output, item):
+            self.assert_that(StringContains("fine"), output)
+"""
+
+
+def test_cli_lone_surrogates_never_lose_a_record(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("cases.json", '[{"id": "s", "input": "broken \\ud83d emoji"}]')
+    write("evaluators/surrogates.py", SURROGATE)
+    for extra in ([], ["-c", "2"]):
+        result = cli("run", *extra, "--output-json", "out.json")
+        assert result.code == 0, result
+        (item,) = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
+        assert item["status"] == "passed"
+        assert item["output"] == "fine broken \ufffd emoji"
+        assert item["assertions"][0]["passed"] is True
+
+
+def test_cli_driver_that_exits_is_a_driver_failure(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        import sys
+        from agenteval.outputs import JsonOutput, OutputDriver
+
+        class Exits(OutputDriver):
+            def output(self, summary):
+                sys.exit(3)
+
+        output = [Exits(), JsonOutput("out.json")]
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert "agenteval: output driver failed: Exits.output() raised SystemExit: 3" in result.stderr
+    assert (
+        json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -121,3 +122,21 @@ def test_run_summary_aggregates() -> None:
     run = RunSummary(id="r", started_at="t", duration_s=2, agenteval_version="0", evaluators=[a, b])
     assert (run.total, run.passed, run.failed, run.errored) == (4, 2, 1, 1)
     assert run.success_rate == 0.5
+
+
+def test_summary_keeps_journaled_records_on_disk(tmp_path: Path) -> None:
+    from agenteval._journal import Journal
+    from agenteval._results import SummaryBuilder
+
+    journal = Journal.create(tmp_path, "run", {"run_id": "run"})
+    builder = SummaryBuilder(journal.records_path)
+    for index in (2, 0, 1):  # completion order differs from dataset order
+        item = _item(index, "passed", [_a(True, 1.0)])
+        builder.add(item, at=journal.append(item.model_dump_json()))
+    kept = _item(3, "failed", [_a(False, 0.0)])
+    builder.add(kept, raw=kept.model_dump_json())
+    journal.close()
+    summary = builder.finish(name="E", wall_time=1.0)
+    assert [i.index for i in summary.items] == [0, 1, 2, 3]
+    assert (summary.total, summary.passed, summary.failed) == (4, 3, 1)
+    assert [i.index for i in summary.notable_items] == [3]

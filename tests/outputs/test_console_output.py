@@ -68,3 +68,7 @@ def test_console_verbose_lists_every_item() -> None:
 def test_safe_neutralises_control_characters() -> None:
     assert safe("a\x1b[2Jb\x07c\td") == "a\\x1b\\x5b\\x32\\x4ab\\x07c\td"
     assert safe("x" * 10, limit=5) == "xxxx…"
+
+
+def test_safe_neutralises_bidi_and_line_separators() -> None:
+    assert safe("abc\u202edef\u2066x\u2028y") == "abc\\u202edef\\u2066x\\u2028y"
