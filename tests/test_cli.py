@@ -492,3 +492,62 @@ def test_cli_driver_that_exits_is_a_driver_failure(cli: Cli, write: Write, tmp_p
     assert (
         json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
     )
+
+
+def _dataset_evaluator(dataset_expr: str) -> str:
+    return f"""
+    from pathlib import Path
+    from agenteval import BaseEvaluator
+
+    class Data(BaseEvaluator):
+        def get_dataset(self):
+            return {dataset_expr}
+
+        def run(self, item):
+            Path("ran").write_text("an item ran")
+            return "x"
+
+        def evaluate(self, output, item):
+            pass
+    """
+
+
+def test_cli_dataset_items_are_checked_before_any_runs(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    cases = {
+        '{"a": {"input": 1}}': "Data.get_dataset() returned a dict: return a list of dicts or "
+        "a Dataset, e.g. ArrayDataset([...]) or JsonDataset(path)",
+        '[{"input": 1}, "oops"]': "DatasetError: item #1 is a str ('oops'): dataset items must "
+        "be dicts, e.g. {'input': ...}",
+        '[{"id": "a"}, {"id": "b"}, {"id": "a"}]': "item #2: duplicate item id 'a': ids must be "
+        "unique within a dataset",
+        '[{"id": 1}, {}]': "item #1: id 1 is both an item's 'id' and another item's index "
+        "(items without an 'id' are numbered by position): give every item an 'id', or none",
+    }
+    for expr, message in cases.items():
+        write("evaluators/data.py", _dataset_evaluator(expr))
+        result = cli("run")
+        assert result.code == 2, result
+        (line,) = [x for x in result.lines if x.startswith("  ERROR in get_dataset: ")]
+        assert line.endswith(message), (expr, line)
+        assert not (tmp_path / "ran").exists(), expr
+
+
+def test_make_evaluator_unwritable_dir_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    result = cli("make:evaluator", "Foo", "--dir", "afile")
+    assert result.code == 2
+    assert result.stderr.startswith("agenteval: error: Could not write into 'afile': ")
+    assert "Traceback" not in result.stderr
+
+
+def test_resume_with_a_damaged_manifest_is_one_line(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(".agenteval/runs/20260101-000000-aaaaaa/manifest.json", '{"evaluators": []}')
+    result = cli("run", "--resume")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: The manifest of run None is damaged ('evaluators' is not a mapping "
+        "of evaluator entries): start a new run"
+    )

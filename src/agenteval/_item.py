@@ -19,6 +19,7 @@ from typing import Any
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
+    AssertionRecord,
     ErrorInfo,
     ItemResult,
     ItemStatus,
@@ -262,7 +263,8 @@ def build_record(
             else:
                 size = None
     assertions = ctx.assertions
-    # every value here is already validated or JSON-safe: skip pydantic's validation
+    if max_output_bytes is not None:
+        assertions = [_capped(a, max_output_bytes) for a in assertions]
     return ItemResult(
         evaluator=task.evaluator_id,
         id=task.id,
@@ -273,8 +275,8 @@ def build_record(
         duration_s=duration,
         input=to_jsonable(task.input),
         output=output,
-        output_truncated=truncated,
-        output_size=size,
+        truncated=truncated,
+        original_size=size,
         assertions=assertions,
         error=error,
         stdout="",
@@ -288,6 +290,23 @@ def build_record(
             judge_by_model=ctx.judge_by_model,
         ),
     )
+
+
+def _capped(record: AssertionRecord, limit: int) -> AssertionRecord:
+    """An assertion whose context or message would bypass --max-output-bytes, cut down.
+
+    (``IsValidJson`` keeps the whole actual value in its context, for one.)
+    """
+    if not record.context and len(record.message) <= limit:
+        return record
+    update: dict[str, Any] = {}
+    if record.context:
+        size = json_size(record.context)
+        if size > limit:
+            update["context"] = {"truncated": True, "original_size": size}
+    if len(record.message) > limit:
+        update["message"] = record.message[:limit] + "…"
+    return record.model_copy(update=update) if update else record
 
 
 def _dumps(value: Any) -> str:

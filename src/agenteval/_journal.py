@@ -22,6 +22,7 @@ from ._errors import JournalError
 from ._results import ItemResult
 
 MANIFEST_SCHEMA = 1
+"""Version of the manifest.json layout."""
 DEFAULT_RUNS_DIR = Path(".agenteval") / "runs"
 
 

@@ -21,7 +21,7 @@ from ._usage import ZERO_USAGE, Usage
 ItemStatus = Literal["passed", "failed", "error", "timeout", "crashed", "cancelled"]
 """Terminal status of one item run."""
 
-EvaluatorStatus = Literal["passed", "failed", "error", "skipped"]
+EvaluatorStatus = Literal["passed", "failed", "error", "skipped", "interrupted"]
 """Overall status of an evaluator."""
 
 Stage = Literal["set_up", "get_dataset", "run", "evaluate", "tear_down", "executor"]
@@ -46,10 +46,10 @@ class AssertionResult(BaseModel):
     message: str = ""
     context: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("score")
+    @field_validator("score", mode="before")
     @classmethod
-    def _finite(cls, value: float) -> float:
-        if math.isnan(value):
+    def _finite(cls, value: Any) -> Any:
+        if isinstance(value, float) and math.isnan(value):
             raise ValueError("score must be a number in [0, 1], got NaN")
         return value
 
@@ -125,8 +125,8 @@ class ItemResult(BaseModel):
     duration_s: float = 0.0
     input: Any = None
     output: Any = None
-    output_truncated: bool = False
-    output_size: int | None = None
+    truncated: bool = False
+    original_size: int | None = None
     assertions: list[AssertionRecord] = Field(default_factory=list)
     error: ErrorInfo | None = None
     stdout: str = ""
@@ -339,6 +339,7 @@ class SummaryBuilder:
         self._by_name: dict[str, FailureGroup] = {}
         self._by_site: dict[str, FailureGroup] = {}
         self._group_ids: dict[int, set[str | int]] = {}
+        self._index_of: dict[str | int, int] = {}
         self._dur_sum = 0.0
         self._dur_n = 0
         self._agent = [0, 0, 0, 0]
@@ -386,6 +387,7 @@ class SummaryBuilder:
                 if item.id not in ids:
                     ids.add(item.id)
                     group.items.append(item.id)
+                    self._index_of[item.id] = item.index
         if notable:
             self._notable.append(item)
         u = item.usage
@@ -421,6 +423,8 @@ class SummaryBuilder:
             status: EvaluatorStatus = "error"
         elif skip_reason is not None:
             status = "skipped"
+        elif not complete:
+            status = "interrupted"  # whatever ran, the verdict on this evaluator is unknown
         elif counts["error"] or counts["cancelled"]:
             status = "error"
         elif counts["failed"]:
@@ -439,7 +443,7 @@ class SummaryBuilder:
 
         def groups(found: dict[str, FailureGroup]) -> list[FailureGroup]:
             for group in found.values():
-                group.items.sort(key=lambda i: (isinstance(i, str), i))
+                group.items.sort(key=lambda i: self._index_of.get(i, 0))
             return sorted(found.values(), key=lambda g: -g.count)
 
         summary = EvaluatorSummary(

@@ -15,9 +15,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,7 +35,15 @@ from ._errors import (
 from ._evaluator import BaseEvaluator, is_async
 from ._executors._base import Executor, ExecutorOptions, StopState
 from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
-from ._journal import DEFAULT_RUNS_DIR, Journal, find_run, fingerprint, new_run_id, read_records_at
+from ._journal import (
+    DEFAULT_RUNS_DIR,
+    MANIFEST_SCHEMA,
+    Journal,
+    find_run,
+    fingerprint,
+    new_run_id,
+    read_records_at,
+)
 from ._redact import Redactor
 from ._results import (
     ERROR_STATUSES,
@@ -89,7 +98,12 @@ class _Drivers:
         return [f"{e} ({n} times)" if n > 1 else e for e, n in self._errors.items()]
 
     def call(self, hook: str, *args: Any) -> None:
+        self.call_some(hook, lambda _driver: True, *args)
+
+    def call_some(self, hook: str, which: Callable[[OutputDriver], bool], *args: Any) -> None:
         for driver in self.drivers:
+            if not which(driver):
+                continue
             try:
                 getattr(driver, hook)(*args)
             except (Exception, SystemExit) as exc:  # rich exits on a broken stdout pipe
@@ -97,16 +111,45 @@ class _Drivers:
                 self._errors[error] = self._errors.get(error, 0) + 1
 
 
-def _item_id(item: Any, index: int) -> str | int:
-    if isinstance(item, Mapping) and "id" in item:
-        value = item["id"]
+class _Ids:
+    """Checks each item of a dataset and gives it its id: its ``id`` field, else its index."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self.seen: dict[str, bool] = {}  # id -> whether it was an explicit 'id' field
+
+    def __call__(self, item: Any, index: int) -> str | int:
+        where = _describe(self.dataset, index)
+        if not isinstance(item, Mapping):
+            raise DatasetError(
+                f"{where} is a {type(item).__name__} ({_short(item)}): dataset items must be "
+                f"dicts, e.g. {{'input': ...}}"
+            )
+        explicit = "id" in item
+        value: str | int = item["id"] if explicit else index
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise DatasetError(
-                f"item #{index} has an 'id' of type {type(value).__name__} ({value!r}): "
+                f"{where} has an 'id' of type {type(value).__name__} ({_short(value)}): "
                 f"use a string or an integer"
             )
+        earlier = self.seen.get(str(value))
+        if earlier is not None:
+            if earlier and explicit:
+                raise DatasetError(
+                    f"{where}: duplicate item id {value!r}: ids must be unique within a dataset"
+                )
+            raise DatasetError(
+                f"{where}: id {value!r} is both an item's 'id' and another item's index "
+                f"(items without an 'id' are numbered by position): give every item an 'id', "
+                f"or none"
+            )
+        self.seen[str(value)] = explicit
         return value
-    return index
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _describe(dataset: Any, index: int) -> str:
@@ -221,9 +264,23 @@ class _Run:
     def _items(
         self, state: _EvaluatorState, instance: BaseEvaluator
     ) -> Iterator[tuple[BaseEvaluator, ItemTask]]:
+        ids: list[str | int] | None = None
         try:
             dataset = instance.get_dataset()
+            if isinstance(dataset, (Mapping, str, bytes)):
+                raise DatasetError(
+                    f"{state.spec.cls.__name__}.get_dataset() returned a "
+                    f"{type(dataset).__name__}: return a list of dicts or a Dataset, "
+                    f"e.g. ArrayDataset([...]) or JsonDataset(path)"
+                )
+            check = _Ids(dataset)
             iterator = iter(dataset)
+            if isinstance(dataset, Sized):
+                # in memory anyway (streamed datasets have no len): check every item
+                # before the first one spends tokens
+                items = list(iterator)
+                ids = [check(item, i) for i, item in enumerate(items)]
+                iterator = iter(items)
         except HardStop:
             raise
         except BaseException as exc:
@@ -235,7 +292,6 @@ class _Run:
         self.drivers.call(
             "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
         )
-        seen: set[str] = set()
         index = 0
         while not self.stop.requested:
             try:
@@ -248,16 +304,10 @@ class _Run:
                 self._fail(state, "get_dataset", exc)
                 break
             try:
-                item_id = _item_id(item, index)
-                if str(item_id) in seen:
-                    raise DatasetError(
-                        f"{_describe(dataset, index)}: duplicate item id {item_id!r}: "
-                        f"ids must be unique within a dataset"
-                    )
+                item_id = ids[index] if ids is not None else check(item, index)
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)
                 break
-            seen.add(str(item_id))
             task = ItemTask(state.spec.id, index, item_id, item)
             index += 1
             previous = self.previous.get((state.spec.id, str(item_id), 0))
@@ -325,9 +375,9 @@ class _Run:
             self._next_output += 1
 
     def close_unfinished(self) -> None:
-        """After an interrupt: report evaluators that started but did not finish."""
+        """After an interrupt: report every evaluator that did not finish, started or not."""
         for state in self.states:
-            if state.started and not state.finalised:
+            if not state.finalised:
                 state.finalised = True
                 state.complete = False
                 state.ended = time.perf_counter()
@@ -335,7 +385,7 @@ class _Run:
 
 
 @contextmanager
-def _signals(stop: StopState) -> Iterator[None]:
+def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]:
     """First SIGINT/SIGTERM: stop scheduling, let in-flight items finish within the grace
     period. Second: stop at once (raises HardStop in the main thread)."""
     if threading.current_thread() is not threading.main_thread():
@@ -352,6 +402,7 @@ def _signals(stop: StopState) -> Iterator[None]:
             t.daemon = True
             t.start()
             timer.append(t)
+            on_first(name)
             return
         raise HardStop(name)
 
@@ -423,7 +474,7 @@ def _manifest(
     run_id: str, specs: list[EvaluatorSpec], config: Config, argv: list[str], redact: Redactor
 ) -> dict[str, Any]:
     return {
-        "schema_version": 1,
+        "schema_version": MANIFEST_SCHEMA,
         "run_id": run_id,
         "agenteval_version": __version__,
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -440,6 +491,11 @@ def _manifest(
 def _check_unchanged(manifest: dict[str, Any], specs: list[EvaluatorSpec]) -> None:
     changes: list[str] = []
     recorded = manifest.get("evaluators", {})
+    if not isinstance(recorded, dict) or not all(isinstance(e, dict) for e in recorded.values()):
+        raise JournalError(
+            f"The manifest of run {manifest.get('run_id')!r} is damaged ('evaluators' is not "
+            f"a mapping of evaluator entries): start a new run"
+        )
     for spec in specs:
         entry = recorded.get(spec.id)
         if entry is None:
@@ -575,7 +631,8 @@ def run_evaluations(
     from .llm._cache import using_cache
 
     try:
-        with _signals(stop), using_cache(enabled=cache):
+        announce = partial(driver_set.call, "run_interrupted")
+        with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
             try:
                 chosen.run(run.tasks(), run.on_result, stop)
             except HardStop:
@@ -607,11 +664,23 @@ def run_evaluations(
         interrupted=interrupted,
     )
     summary.exit_code = code
-    driver_set.call("finish_run", summary)
+    # the console speaks last, so that its verdict includes every other driver's failure
+    from .outputs._console import ConsoleOutput
+
+    for console_turn in (False, True):
+        if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
+            summary.exit_code = EXIT_ERROR
+        driver_set.call_some(
+            "finish_run", partial(_is_console, expected=console_turn, cls=ConsoleOutput), summary
+        )
     summary.driver_errors = list(driver_set.errors)
     if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
         summary.exit_code = EXIT_ERROR
     return summary
+
+
+def _is_console(driver: OutputDriver, *, expected: bool, cls: type[OutputDriver]) -> bool:
+    return isinstance(driver, cls) is expected
 
 
 def _apply_console_flags(

@@ -69,8 +69,6 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return value.isoformat()
     if isinstance(value, PurePath):
         return str(value)
-    if isinstance(value, bytes):
-        return placeholder(value)
     return placeholder(value)
 
 

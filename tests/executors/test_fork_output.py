@@ -100,9 +100,9 @@ def test_fork_unserializable_output_keeps_assertions(
 
 def test_fork_output_above_limit_is_truncated(output_run: Any) -> None:
     big, small = output_run.items["big"], output_run.items["small"]
-    assert (big["output_truncated"], big["output_size"]) == (True, 6002)
+    assert (big["truncated"], big["original_size"]) == (True, 6002)
     assert big["output"] == "é" * 500  # 1000 bytes of 2-byte characters
-    assert (small["output"], small["output_truncated"], small["output_size"]) == (
+    assert (small["output"], small["truncated"], small["original_size"]) == (
         "small",
         False,
         None,

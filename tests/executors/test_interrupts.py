@@ -108,7 +108,12 @@ def test_interrupt_finishes_in_flight_items_and_says_how_to_resume(
     assert 4 <= len(records) < 8
     assert {r["status"] for r in records} <= {"passed", "failed"}
     assert f"Interrupted by {name}: finished items are saved." in first.stdout
-    assert f"Resume with: agenteval run ... --resume {got['run_dir'].name}" in first.stdout
+    # the hint is the command that was run, with --resume RUN_ID added
+    (hint,) = [line for line in first.stdout.splitlines() if line.startswith("Resume with: ")]
+    assert hint == (
+        "Resume with: agenteval run interrupt.py --no-progress --output-json first.json -c 4 "
+        f"--resume {got['run_dir'].name}"
+    )
     report = cli.json("first.json")
     assert (report["run"]["interrupted"], report["run"]["exit_code"]) == (name, code)
 

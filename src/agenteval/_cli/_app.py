@@ -255,9 +255,17 @@ def make_evaluator(
     for path in (target, dataset):
         if path.exists():
             raise _fail(f"{path} already exists: choose another name or remove the file")
-    dataset.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_TEMPLATE.format(class_name=class_name, snake=snake), encoding="utf-8")
-    dataset.write_text(_DATASET, encoding="utf-8")
+    try:
+        dataset.parent.mkdir(parents=True, exist_ok=True)
+        dataset.write_text(_DATASET, encoding="utf-8")
+        target.write_text(_TEMPLATE.format(class_name=class_name, snake=snake), encoding="utf-8")
+    except OSError as exc:
+        if dataset.is_file() and not target.exists():  # leave no half-made evaluator
+            dataset.unlink()
+        raise _fail(
+            f"Could not write into {str(directory)!r}: {exc.strerror or exc}: pass --dir with "
+            f"a folder you can write to"
+        ) from None
     typer.echo(f"Created {target} and {dataset}")
     typer.echo(f"Run it with: agenteval run {target}")
 

@@ -48,7 +48,6 @@ class ExecutorOptions:
     concurrency: int = 1
     timeout: float | None = None
     max_output_bytes: int | None = None
-    capture_output: bool = True
 
 
 class Executor:

@@ -47,6 +47,9 @@ class OutputDriver:
     def item_finished(self, result: ItemResult) -> None:
         """Called as each item reaches a terminal status, in completion order."""
 
+    def run_interrupted(self, signal_name: str, grace: float) -> None:
+        """Called at the first Ctrl-C / SIGTERM: in-flight items get ``grace`` seconds."""
+
     def output(self, summary: EvaluatorSummary) -> None:
         """Called once per evaluator with its complete summary, in discovery order."""
         raise NotImplementedError(f"{type(self).__name__} must implement output(summary)")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
@@ -46,6 +48,8 @@ class ConsoleOutput(OutputDriver):
         self._bars: Any = None
         self._tasks: dict[str, Any] = {}
         self._counts: dict[str, list[int]] = {}
+        self._argv: list[str] = []
+        self._parallel = False
 
     # -- plumbing ------------------------------------------------------------------------
     @property
@@ -66,8 +70,18 @@ class ConsoleOutput(OutputDriver):
         return self.progress and self.console.is_terminal
 
     # -- hooks ---------------------------------------------------------------------------
+    def run_interrupted(self, signal_name: str, grace: float) -> None:
+        """Say what happens now, so that nobody presses Ctrl-C again in the dark."""
+        self._print(
+            f"{signal_name}: no new items start; running items get {grace:g}s to finish. "
+            f"Send it again to stop at once.",
+            "yellow",
+        )
+
     def start_run(self, run: RunInfo) -> None:
         """Print the run header and start the progress display."""
+        self._argv = list(run.argv)
+        self._parallel = run.executor != "inline" and run.concurrency > 1
         mode = (
             "sequential"
             if run.executor == "inline"
@@ -148,6 +162,26 @@ class ConsoleOutput(OutputDriver):
         for text, style in self.render_verdict(run):
             self._line(text, style)
 
+    def _resume_command(self, run_id: str) -> str:
+        """The command line that was run, with ``--resume RUN_ID`` instead of any resume."""
+        argv = self._argv
+        if not argv or not argv[0].endswith("agenteval"):
+            return f"agenteval run ... --resume {run_id}"
+        kept: list[str] = []
+        skip = False
+        for arg in argv[1:]:
+            if skip:  # the value of --resume, unless it is an option or one of the paths
+                skip = False
+                if not arg.startswith("-") and not Path(arg).exists():
+                    continue
+            if arg in ("--resume", "--retry-errors"):
+                skip = True
+                continue
+            if arg.startswith(("--resume=", "--retry-errors=")):
+                continue
+            kept.append(arg)
+        return " ".join(["agenteval", *(shlex.quote(a) for a in kept), "--resume", run_id])
+
     # -- rendering (pure: lists of (line, style)) ------------------------------------------
     def render(self, s: EvaluatorSummary) -> list[tuple[str, str | None]]:
         """The report lines of one evaluator."""
@@ -157,8 +191,9 @@ class ConsoleOutput(OutputDriver):
             "failed": "bold red",
             "error": "bold yellow",
             "skipped": "bold cyan",
+            "interrupted": "bold yellow",
         }[s.status]
-        lines.append((f"{s.status.upper():8}{safe(s.name)}  {s.file}", style))
+        lines.append((f"{s.status.upper():<7} {safe(s.name)}  {s.file}", style))
         if s.skip_reason is not None:
             lines.append((f"  skipped: {_one_line(s.skip_reason)}", "cyan"))
             return lines
@@ -189,7 +224,12 @@ class ConsoleOutput(OutputDriver):
         )
         lines.append(
             (
-                f"  time: {_secs(s.duration_s.total)} total, {_secs(s.duration_s.average)} avg per item",
+                f"  time: {_secs(s.duration_s.total)} total, {_secs(s.duration_s.average)} avg per item"
+                + (
+                    " (items ran in parallel, so the average can exceed total ÷ items)"
+                    if self._parallel and s.total > 1
+                    else ""
+                ),
                 "dim",
             )
         )
@@ -263,12 +303,7 @@ class ConsoleOutput(OutputDriver):
         if run.interrupted:
             lines.append((f"Interrupted by {run.interrupted}: finished items are saved.", "yellow"))
             if run.run_dir:
-                lines.append(
-                    (
-                        f"Resume with: agenteval run ... --resume {run.run_dir.rstrip('/').split('/')[-1]}",
-                        "yellow",
-                    )
-                )
+                lines.append((f"Resume with: {self._resume_command(run.id)}", "yellow"))
         u = run.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"tokens: {_usage_text(u)}", "dim"))

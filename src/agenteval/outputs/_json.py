@@ -98,6 +98,7 @@ def write_document(run: RunSummary, fh: IO[str]) -> None:
             "status": ev.status,
             "error": ev.error.model_dump(mode="json") if ev.error else None,
             "skip_reason": ev.skip_reason,
+            "complete": ev.complete,
             "summary": {k: head[k] for k in _SUMMARY_KEYS},
         }
         text = dumps(meta)
