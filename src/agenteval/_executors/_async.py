@@ -61,7 +61,8 @@ class AsyncExecutor(Executor):
             wait = _HARD_STOP_WAIT
             for key in running:
                 items.cancel(key)
-            self._collect(items, running, on_result, 0.0)  # results already in are kept
+            for record in self._collect(items, running, 0.0):  # results already in are kept
+                on_result(record)
             while running:
                 key = next(iter(running))
                 task, started = running.pop(key)
@@ -83,6 +84,7 @@ class AsyncExecutor(Executor):
         keys = itertools.count()
         exhausted = False
         stop_deadline: float | None = None
+        finished: list[ItemResult] = []
         while True:
             while not exhausted and not stop.requested and len(running) < limit:
                 pulled = next(tasks, None)
@@ -93,6 +95,9 @@ class AsyncExecutor(Executor):
                 key = next(keys)
                 running[key] = (task, time.perf_counter())
                 items.start(key, evaluator, task)
+            # replacements are started first: recording costs time the free slots would idle
+            for record in finished:
+                on_result(record)
             if not running:
                 return None
             if stop.requested and stop_deadline is None:
@@ -100,8 +105,10 @@ class AsyncExecutor(Executor):
             wait = _POLL
             if stop_deadline is not None:
                 wait = max(0.0, min(wait, stop_deadline - time.monotonic()))
-            self._collect(items, running, on_result, wait)
+            finished = self._collect(items, running, wait)
             if stop_deadline is not None and time.monotonic() >= stop_deadline:
+                for record in finished:
+                    on_result(record)
                 for key in running:
                     items.cancel(key)
                 while running:
@@ -111,27 +118,24 @@ class AsyncExecutor(Executor):
                 return _CANCEL_WAIT
 
     def _collect(
-        self,
-        items: _ItemLoop,
-        running: dict[int, tuple[ItemTask, float]],
-        on_result: OnResult,
-        wait: float,
-    ) -> None:
-        """Record the items that finished, waiting up to ``wait`` seconds for the first."""
+        self, items: _ItemLoop, running: dict[int, tuple[ItemTask, float]], wait: float
+    ) -> list[ItemResult]:
+        """The records of items that finished, waiting up to ``wait`` seconds for the first."""
+        finished: list[ItemResult] = []
         try:
             key, record = items.done.get(timeout=wait) if wait > 0 else items.done.get_nowait()
         except queue.Empty:
             if wait > 0 and not items.alive():
                 raise RuntimeError("the async executor's event loop stopped unexpectedly") from None
-            return
+            return finished
         while True:
             # an item recorded as cancelled may still finish: its late record is dropped
             if running.pop(key, None) is not None:
-                on_result(record)
+                finished.append(record)
             try:
                 key, record = items.done.get_nowait()
             except queue.Empty:
-                return
+                return finished
 
 
 class _ItemLoop:
