@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key
 from ._retry import (
     Classifier,
     Failure,
@@ -43,7 +43,7 @@ class _IncompleteStream(Exception):
     """The response stream ended before ``message_stop``: retried like a dropped connection."""
 
 
-class AnthropicModel:
+class AnthropicModel(SdkClients):
     """A :class:`~agenteval.llm.Model` backed by Anthropic's Messages API.
 
     Use it for judges, simulated users and agents running on Claude. The key comes from
@@ -134,35 +134,6 @@ class AnthropicModel:
                 key_hint=_KEY_HINT,
             )
         return _to_response(message, request, retries)
-
-    def close(self) -> None:
-        """Close the HTTP connections of this process's client."""
-        self._clients.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_clients")
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = ForkSafeClient(self._new_client)
-
-    def _new_client(self) -> anthropic.Anthropic:
-        return self._client_class(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _new_async_client(self) -> anthropic.AsyncAnthropic:
-        return self._async_client_class(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            max_retries=0,
-        )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request)

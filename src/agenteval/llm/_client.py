@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from .._errors import ConfigError
 
@@ -73,3 +73,46 @@ class ForkSafeClient(Generic[C]):
             client, self._client = self._client, None
         if client is not None and self._pid == os.getpid():
             client.close()
+
+
+class SdkClients:
+    """What every SDK-backed model shares: building clients, closing, pickling.
+
+    Subclasses set ``_client_class`` (and ``_async_client_class`` when they have an async
+    path), ``_api_key``, ``_base_url``, ``_timeout`` and ``_clients = ForkSafeClient(
+    self._new_client)``. SDK retries are always off: agenteval owns retries.
+    """
+
+    _client_class: Any
+    _async_client_class: Any
+    _api_key: str
+    _base_url: str | None
+    _timeout: float
+    _clients: ForkSafeClient[Any]
+
+    def close(self) -> None:
+        """Close the HTTP connections of this process's client."""
+        self._clients.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_clients")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._clients = ForkSafeClient(self._new_client)
+
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "api_key": self._api_key,
+            "base_url": self._base_url,
+            "timeout": self._timeout,
+            "max_retries": 0,
+        }
+
+    def _new_client(self) -> Any:
+        return self._client_class(**self._client_options())
+
+    def _new_async_client(self) -> Any:
+        return self._async_client_class(**self._client_options())

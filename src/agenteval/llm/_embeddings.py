@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._errors import ProviderError, ProviderRequestError
 from .._usage import Usage
-from ._client import ForkSafeClient, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key
 from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
 from ._retry import Failure, RetryPolicy, call_with_retries
 from ._types import EmbeddingsResult
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 _BATCH = 2048  # the API's limit of inputs per request
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(SdkClients):
     """An :class:`~agenteval.llm.Embeddings` model over OpenAI's embeddings endpoint.
 
     Use it with :class:`~agenteval.assertions.StringSimilarity`; ``base_url`` points it at
@@ -83,19 +83,6 @@ class OpenAIEmbeddings:
             retries += batch_retries
         return EmbeddingsResult(vectors, usage, retries)
 
-    def close(self) -> None:
-        """Close the HTTP connections of this process's client."""
-        self._clients.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_clients")
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = ForkSafeClient(self._new_client)
-
     def _embed_batch(self, texts: list[str]) -> tuple[list[list[float]], Usage, int]:
         client = self._clients.get()
         timeout = self._timeout
@@ -122,11 +109,3 @@ class OpenAIEmbeddings:
         tokens = getattr(response.usage, "prompt_tokens", None) or 0
         vectors = [[float(x) for x in item.embedding] for item in data]
         return vectors, Usage(input_tokens=tokens), retries
-
-    def _new_client(self) -> openai.OpenAI:
-        return self._client_class(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            max_retries=0,
-        )

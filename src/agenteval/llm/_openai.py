@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key
 from ._retry import (
     Classifier,
     Failure,
@@ -52,7 +52,7 @@ class _ResponseFormatRejected(Exception):
     """The server answered 400 to a request with ``response_format``."""
 
 
-class OpenAIModel:
+class OpenAIModel(SdkClients):
     """A :class:`~agenteval.llm.Model` over OpenAI chat completions or a compatible server.
 
     Use it for OpenAI models, or with ``base_url`` for vLLM, Ollama, llama.cpp server and
@@ -184,35 +184,6 @@ class OpenAIModel:
                 completion, retries = await send(self._params(request, json_in_prompt=True))
                 _json_in_prompt_servers.add((self._base_url, self._model))
         return self._to_response(completion, request, retries)
-
-    def close(self) -> None:
-        """Close the HTTP connections of this process's client."""
-        self._clients.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_clients")
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = ForkSafeClient(self._new_client)
-
-    def _new_client(self) -> openai.OpenAI:
-        return self._client_class(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            max_retries=0,
-        )
-
-    def _new_async_client(self) -> openai.AsyncOpenAI:
-        return self._async_client_class(
-            api_key=self._api_key,
-            base_url=self._base_url,
-            timeout=self._timeout,
-            max_retries=0,
-        )
 
     def _params(self, request: ModelRequest, json_in_prompt: bool) -> dict[str, Any]:
         system = request.system or ""
