@@ -551,3 +551,18 @@ def test_resume_with_a_damaged_manifest_is_one_line(cli: Cli, write: Write, tmp_
         "agenteval: error: The manifest of run None is damaged ('evaluators' is not a mapping "
         "of evaluator entries): start a new run"
     )
+
+
+def test_cli_bad_option_values_are_one_line(cli: Cli) -> None:
+    result = cli("run", "-c", "0", "evaluators/")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        "agenteval: error: Invalid value for '--concurrency' / '-c': Input should be greater "
+        "than or equal to 1 (see `agenteval run --help`)"
+    )
+    unknown = cli("run", "--nope")
+    assert unknown.code == 2
+    assert unknown.stderr.startswith("agenteval: error: No such option: --nope")
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    bare = cli()
+    assert bare.code == 0 and bare.stdout.startswith("Usage: agenteval")

@@ -26,8 +26,12 @@ _PLACEHOLDER = re.compile(r"\[[^\]]*\]|\b[A-Z_]{3,}\b|\.\.\.")
 def _commands(page: Path) -> list[str]:
     found = []
     for block in _BLOCK.findall(page.read_text(encoding="utf-8")):
-        for line in block.splitlines():
+        lines = block.splitlines()
+        for n, line in enumerate(lines):
             line = line.strip()
+            following = lines[n + 1].strip() if n + 1 < len(lines) else ""
+            if following.startswith("agenteval: error: Invalid value"):
+                continue  # shown on purpose as an invalid command
             if line.startswith("$ "):
                 line = line[2:]
             if not line.startswith("agenteval ") or " · " in line:

@@ -172,6 +172,7 @@ def fault_record(
 
 
 CANCELLED = "the run was interrupted and the item did not finish within the grace period"
+STOPPED = "a second interrupt stopped the run before the item finished"
 
 
 def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:

@@ -46,7 +46,7 @@ ASYNC_RUN = """async def run(self, item):
 """
 
 EXECUTORS = {"fork": SYNC_RUN, "async": ASYNC_RUN}
-CANCELLED = "the run was interrupted and the item did not finish within the grace period"
+CANCELLED = "a second interrupt stopped the run before the item finished"
 
 
 def hard_stop(cli: Any, executor: str) -> dict[str, Any]:

@@ -300,4 +300,20 @@ def _normalise_resume(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Run the CLI (``agenteval`` console script)."""
-    app(args=_normalise_resume(sys.argv[1:]), prog_name="agenteval")
+    try:
+        code = app(
+            args=_normalise_resume(sys.argv[1:]), prog_name="agenteval", standalone_mode=False
+        )
+    except typer.Abort:
+        code = 130
+    except Exception as exc:
+        if not hasattr(exc, "format_message"):  # not a command-line usage error: a bug
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `agenteval`: show the help
+            typer.echo(exc.format_message())
+            sys.exit(0)
+        # a bad option or value: one line, like every other misuse (click prints a block)
+        command = getattr(getattr(exc, "ctx", None), "command_path", None) or "agenteval"
+        typer.echo(f"agenteval: error: {exc.format_message()} (see `{command} --help`)", err=True)
+        code = getattr(exc, "exit_code", 2)
+    sys.exit(code if isinstance(code, int) else 0)

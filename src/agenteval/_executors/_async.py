@@ -25,7 +25,7 @@ from types import CodeType
 from typing import Any
 
 from .._evaluator import BaseEvaluator
-from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record
+from .._item import STOPPED, HardStop, ItemTask, aexecute_item, error_info, fault_record
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
@@ -66,7 +66,7 @@ class AsyncExecutor(Executor):
             while running:
                 key = next(iter(running))
                 task, started = running.pop(key)
-                on_result(cancelled_record(task, time.perf_counter() - started))
+                on_result(cancelled_record(task, time.perf_counter() - started, STOPPED))
             raise
         finally:
             items.close(wait)

@@ -15,13 +15,13 @@ TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
 OnResult = Callable[[ItemResult], None]
 
 
-def cancelled_record(task: ItemTask, duration: float) -> ItemResult:
+def cancelled_record(task: ItemTask, duration: float, message: str = CANCELLED) -> ItemResult:
     """The record of an item the executor stopped because the run was interrupted.
 
     Every item an executor cut off, at the end of the grace period or on a second
     interrupt, gets one, so the report counts it and ``--resume`` runs it again.
     """
-    error = ErrorInfo(stage="executor", type="Cancelled", message=CANCELLED)
+    error = ErrorInfo(stage="executor", type="Cancelled", message=message)
     return fault_record(task, error, duration, "cancelled")
 
 

@@ -34,6 +34,7 @@ from typing import IO, Any
 from .._evaluator import BaseEvaluator
 from .._item import (
     CANCELLED,
+    STOPPED,
     HardStop,
     ItemTask,
     error_info,
@@ -75,6 +76,7 @@ class _Child:
     killed: bool = False
     timed_out: bool = False
     cancelled: bool = False
+    stopped: bool = False  # by a second interrupt
     lost: bool = False  # reaped by someone else: exit status unknown
 
 
@@ -313,6 +315,7 @@ class ForkExecutor(Executor):
                 if child.lost or not os.WIFEXITED(child.status):
                     child.killed = True
                     child.cancelled = not child.timed_out
+                    child.stopped = True
             self._drain(child, sel)
             del children[child.pid]
             on_result(self._finish(child))
@@ -462,7 +465,7 @@ class ForkExecutor(Executor):
                 error = ErrorInfo(
                     stage="executor",
                     type="Cancelled",
-                    message=CANCELLED,
+                    message=STOPPED if child.stopped else CANCELLED,
                 )
                 status = "cancelled"
             else:

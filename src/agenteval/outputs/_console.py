@@ -218,7 +218,8 @@ class ConsoleOutput(OutputDriver):
         lines.append(
             (
                 f"  {_items(s.total)}: {counts} · success rate {_pct(s.success_rate)} · "
-                f"avg score {s.score.average:.2f} · assertions {s.assertions.passed}/{s.assertions.total}",
+                f"avg score {f'{s.score.average:.2f}' if s.assertions.total else '-'} · "
+                f"assertions {s.assertions.passed}/{s.assertions.total}",
                 None,
             )
         )
