@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import sys
 import time
@@ -258,7 +259,7 @@ def build_record(
         if max_output_bytes is not None and not isinstance(output, (int, float, bool)):
             size = json_size(output)
             if size > max_output_bytes:
-                text = output if isinstance(output, str) else _dumps(output)
+                text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
                 output = text.encode()[:max_output_bytes].decode("utf-8", "ignore")
                 truncated = True
             else:
@@ -308,9 +309,3 @@ def _capped(record: AssertionRecord, limit: int) -> AssertionRecord:
     if len(record.message) > limit:
         update["message"] = record.message[:limit] + "…"
     return record.model_copy(update=update) if update else record
-
-
-def _dumps(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False)

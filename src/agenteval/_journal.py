@@ -149,23 +149,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def read_records(run_dir: Path) -> Iterator[ItemResult]:
-    """Every record of a run, in the order written; a torn or corrupt line is skipped."""
-    path = run_dir / "records.jsonl"
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break  # a torn last line: the write never completed
-            try:
-                yield ItemResult.model_validate_json(raw)
-            except ValueError:
-                continue
-
-
 def read_records_at(run_dir: Path) -> Iterator[tuple[ItemResult, int, int]]:
-    """Like :func:`read_records`, with each record's offset and length in the file."""
+    """Every record of a run, in the order written, with its offset and length in the file.
+
+    A torn last line (a write that never completed) or a corrupt line is skipped.
+    """
     path = run_dir / "records.jsonl"
     if not path.exists():
         return
@@ -181,9 +169,24 @@ def read_records_at(run_dir: Path) -> Iterator[tuple[ItemResult, int, int]]:
                 continue
 
 
+def read_records(run_dir: Path) -> Iterator[ItemResult]:
+    """Every record of a run, in the order written (see :func:`read_records_at`)."""
+    for record, _, _ in read_records_at(run_dir):
+        yield record
+
+
+Located = tuple[ItemResult, int, int]
+"""A record with its offset and length in ``records.jsonl``."""
+
+
+def latest_records_at(run_dir: Path) -> dict[tuple[str, str, int], Located]:
+    """The last record written for each (evaluator, item id, repeat), with its place."""
+    return {r.key: (r, offset, length) for r, offset, length in read_records_at(run_dir)}
+
+
 def latest_records(run_dir: Path) -> dict[tuple[str, str, int], ItemResult]:
     """The last record written for each (evaluator, item id, repeat)."""
-    return {r.key: r for r in read_records(run_dir)}
+    return {key: located[0] for key, located in latest_records_at(run_dir).items()}
 
 
 def find_run(runs_dir: Path, run_id: str | None) -> Path:

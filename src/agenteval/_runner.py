@@ -41,8 +41,8 @@ from ._journal import (
     Journal,
     find_run,
     fingerprint,
+    latest_records_at,
     new_run_id,
-    read_records_at,
 )
 from ._redact import Redactor
 from ._results import (
@@ -601,7 +601,7 @@ def run_evaluations(
             _check_unchanged(jr.manifest, specs)
         # a record counts as done unless it was cancelled (or, retrying, it errored)
         redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
-        latest = {r.key: (r, offset, length) for r, offset, length in read_records_at(run_dir)}
+        latest = latest_records_at(run_dir)
         previous = {k: v for k, v in latest.items() if v[0].status not in redo}
         run_id = jr.manifest.get("run_id", run_dir.name)
         resumed = True
