@@ -119,44 +119,44 @@ class _Ids:
         self.seen: dict[str, bool] = {}  # id -> whether it was an explicit 'id' field
 
     def __call__(self, item: Any, index: int) -> str | int:
-        where = _describe(self.dataset, index)
         if not isinstance(item, Mapping):
             raise DatasetError(
-                f"{where} is a {type(item).__name__} ({_short(item)}): dataset items must be "
-                f"dicts, e.g. {{'input': ...}}"
+                f"{self._where(index)} is a {type(item).__name__} ({_short(item)}): dataset "
+                f"items must be dicts, e.g. {{'input': ...}}"
             )
         explicit = "id" in item
         value: str | int = item["id"] if explicit else index
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise DatasetError(
-                f"{where} has an 'id' of type {type(value).__name__} ({_short(value)}): "
-                f"use a string or an integer"
+                f"{self._where(index)} has an 'id' of type {type(value).__name__} "
+                f"({_short(value)}): use a string or an integer"
             )
-        earlier = self.seen.get(str(value))
+        key = str(value)
+        earlier = self.seen.get(key)
         if earlier is not None:
             if earlier and explicit:
                 raise DatasetError(
-                    f"{where}: duplicate item id {value!r}: ids must be unique within a dataset"
+                    f"{self._where(index)}: duplicate item id {value!r}: ids must be unique "
+                    f"within a dataset"
                 )
             raise DatasetError(
-                f"{where}: id {value!r} is both an item's 'id' and another item's index "
-                f"(items without an 'id' are numbered by position): give every item an 'id', "
-                f"or none"
+                f"{self._where(index)}: id {value!r} is both an item's 'id' and another item's "
+                f"index (items without an 'id' are numbered by position): give every item an "
+                f"'id', or none"
             )
-        self.seen[str(value)] = explicit
+        self.seen[key] = explicit
         return value
+
+    def _where(self, index: int) -> str:
+        describe = getattr(self.dataset, "describe", None)
+        if callable(describe):
+            return str(describe(index))
+        return f"item #{index}"
 
 
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:59] + "…"
-
-
-def _describe(dataset: Any, index: int) -> str:
-    describe = getattr(dataset, "describe", None)
-    if callable(describe):
-        return str(describe(index))
-    return f"item #{index}"
 
 
 def _dataset_len(dataset: Any) -> int | None:

@@ -174,6 +174,48 @@ class LoopHooks(BaseEvaluator):
         asyncio.run(disconnect())
 """
 
+WORKERS_EVALUATOR = """
+import asyncio
+import contextvars
+
+from agenteval import BaseEvaluator
+
+LEFT_BEHIND = contextvars.ContextVar("left_behind")
+
+
+class Workers(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "slow"}] + [{"id": f"item-{n}"} for n in range(9)]
+
+    async def run(self, item):
+        seen = LEFT_BEHIND.get(None)
+        LEFT_BEHIND.set(item["id"])  # never reset: the next item must not see it
+        if item["id"] == "slow":
+            await asyncio.sleep(30)
+        await asyncio.sleep(0.01)
+        return seen
+
+    def evaluate(self, output, item):
+        assert output is None, f"saw {output!r}, left by an earlier item"
+"""
+
+
+def workers(cli: Any) -> dict[str, Any]:
+    cli.write("workers.py", WORKERS_EVALUATOR)
+    result = cli.run(
+        "workers.py",
+        "--executor",
+        "async",
+        "-c",
+        "1",
+        "--timeout",
+        "0.5",
+        "--no-progress",
+        "--output-json",
+        "report.json",
+    )
+    return {"cli": cli, "result": result}
+
 
 def many(cli: Any) -> dict[str, Any]:
     cli.write("many.py", MANY_EVALUATOR)
@@ -275,6 +317,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "cancels": (cancels,),
         "cancels-with-timeout": (cancels, "--timeout", "10"),
         "loop-hooks": (loop_hooks,),
+        "workers": (workers,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -390,3 +433,14 @@ def test_async_set_up_and_tear_down_may_call_asyncio_run(async_runs: dict[str, A
     assert (evaluator["status"], evaluator["error"]) == ("passed", None)
     assert cli.statuses(cli.json("report.json")) == dict.fromkeys(["0", "1", "2"], "passed")
     assert (cli.root / "closed").read_text() == "yes"
+
+
+def test_async_items_on_one_worker_stay_apart(async_runs: dict[str, Any]) -> None:
+    """At ``-c 1`` one worker runs every item in turn: a context variable an item leaves
+    set is not seen by the next, and the items after a timed-out one still run."""
+    got = async_runs["workers"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {"slow": "timeout"} | {
+        f"item-{n}": "passed" for n in range(9)
+    }

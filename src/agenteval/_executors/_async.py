@@ -10,19 +10,27 @@ evaluators' ``set_up``, ``get_dataset`` and ``tear_down``), recording results, a
 signal handler. So those hooks may call ``asyncio.run()``, an item that blocks the loop
 cannot hold up the grace period, and a second interrupt is raised in the main thread,
 never inside an item's code.
+
+Up to N worker coroutines run the items, each one item after another. The main thread
+keeps a queue of pulled tasks ahead of them, so a worker that finishes an item starts the
+next in the same step of the loop, before the loop turns to anything else. Starting it
+from the main thread, or as a task of its own, would wait for every other item finishing
+at that moment to be evaluated first: in a run whose items all wait about as long, each
+wave of N would then start later than the one before by N evaluations.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
-import functools
+import contextvars
 import itertools
 import queue
+import sys
 import threading
 import time
 from types import CodeType
-from typing import Any
 
 from .._evaluator import BaseEvaluator
 from .._item import STOPPED, HardStop, ItemTask, aexecute_item, error_info, fault_record
@@ -51,22 +59,26 @@ class AsyncExecutor(Executor):
         """Run the tasks on a fresh event loop in its own thread; supervise from this one."""
         # we cancel what is left when the grace period ends: time to record it first
         stop.backstop = max(stop.backstop, _BACKSTOP)
-        items = _ItemLoop(self.options.timeout, self.options.max_output_bytes)
-        running: dict[int, tuple[ItemTask, float]] = {}
+        items = _ItemLoop(
+            self.options.concurrency, self.options.timeout, self.options.max_output_bytes
+        )
+        running: dict[int, ItemTask] = {}  # submitted and not yet recorded
         wait: float | None = None
         try:
             wait = self._supervise(tasks, on_result, stop, items, running)
         except HardStop:
             # stop at once, but record every item cut off, as the grace period's end does
             wait = _HARD_STOP_WAIT
+            self._unstarted(items, running)
             for key in running:
                 items.cancel(key)
             for record in self._collect(items, running, 0.0):  # results already in are kept
                 on_result(record)
+            now = time.perf_counter()
             while running:
                 key = next(iter(running))
-                task, started = running.pop(key)
-                on_result(cancelled_record(task, time.perf_counter() - started, STOPPED))
+                task = running.pop(key)
+                on_result(cancelled_record(task, now - items.started.get(key, now), STOPPED))
             raise
         finally:
             items.close(wait)
@@ -77,31 +89,35 @@ class AsyncExecutor(Executor):
         on_result: OnResult,
         stop: StopState,
         items: _ItemLoop,
-        running: dict[int, tuple[ItemTask, float]],
+        running: dict[int, ItemTask],
     ) -> float | None:
-        """Start, collect and cancel items; how long to wait for the loop's cleanup."""
-        limit = self.options.concurrency
+        """Submit, collect and cancel items; how long to wait for the loop's cleanup."""
+        # a queue as long again as the workers are many: none waits for the main thread
+        ahead = 2 * self.options.concurrency
         keys = itertools.count()
         exhausted = False
         stop_deadline: float | None = None
         finished: list[ItemResult] = []
         while True:
-            while not exhausted and not stop.requested and len(running) < limit:
+            submitted = 0
+            while not exhausted and not stop.requested and len(running) < ahead:
                 pulled = next(tasks, None)
                 if pulled is None:
                     exhausted = True
                     break
-                evaluator, task = pulled
                 key = next(keys)
-                running[key] = (task, time.perf_counter())
-                items.start(key, evaluator, task)
-            # replacements are started first: recording costs time the free slots would idle
+                running[key] = pulled[1]
+                items.submit(key, *pulled)
+                submitted += 1
+            if submitted:
+                items.wake()
             for record in finished:
                 on_result(record)
-            if not running:
-                return None
             if stop.requested and stop_deadline is None:
                 stop_deadline = time.monotonic() + stop.grace
+                self._unstarted(items, running)
+            if not running:
+                return None
             wait = _POLL
             if stop_deadline is not None:
                 wait = max(0.0, min(wait, stop_deadline - time.monotonic()))
@@ -113,12 +129,18 @@ class AsyncExecutor(Executor):
                     items.cancel(key)
                 while running:
                     key = next(iter(running))
-                    task, _ = running.pop(key)
-                    on_result(cancelled_record(task, stop.grace))
+                    on_result(cancelled_record(running.pop(key), stop.grace))
                 return _CANCEL_WAIT
 
+    @staticmethod
+    def _unstarted(items: _ItemLoop, running: dict[int, ItemTask]) -> None:
+        """Stop the workers taking items; those never started are dropped, unrecorded, so
+        that ``--resume`` runs them like the items that were never pulled."""
+        for key in items.hold():
+            del running[key]
+
     def _collect(
-        self, items: _ItemLoop, running: dict[int, tuple[ItemTask, float]], wait: float
+        self, items: _ItemLoop, running: dict[int, ItemTask], wait: float
     ) -> list[ItemResult]:
         """The records of items that finished, waiting up to ``wait`` seconds for the first."""
         finished: list[ItemResult] = []
@@ -141,29 +163,50 @@ class AsyncExecutor(Executor):
 class _ItemLoop:
     """An event loop in a thread of its own, running the items and nothing else.
 
-    The main thread talks to it through ``start``, ``cancel`` and ``close`` and reads
-    finished records from ``done``; every other attribute belongs to the loop's thread.
+    The main thread talks to it through ``submit``, ``wake``, ``hold``, ``cancel`` and
+    ``close``, and reads finished records from ``done`` and start times from ``started``;
+    every other attribute belongs to the loop's thread.
     """
 
-    def __init__(self, timeout: float | None, max_output_bytes: int | None) -> None:
+    def __init__(self, workers: int, timeout: float | None, max_output_bytes: int | None) -> None:
+        self.workers = workers
         self.timeout = timeout
         self.max_output_bytes = max_output_bytes
         self.done: queue.SimpleQueue[tuple[int, ItemResult]] = queue.SimpleQueue()
-        self.loop = asyncio.new_event_loop()
-        self._tasks: dict[int, asyncio.Task[ItemResult]] = {}
-        self._ours: set[asyncio.Task[Any]] = set()  # the tasks we cancelled ourselves
+        self.started: dict[int, float] = {}
+        self._queue: collections.deque[tuple[int, BaseEvaluator, ItemTask]] = collections.deque()
+        self._lock = threading.Lock()  # the queue and the hold: taking an item is atomic
+        self._holding = False
+        self._running: set[asyncio.Task[None]] = set()  # the workers
+        self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
+        self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
+        self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._main, name="agenteval-async", daemon=True)
         self._thread.start()
 
     # -- called from the main thread --------------------------------------------------------
-    def start(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> None:
-        """Start the item on the loop; its record arrives in ``done`` under ``key``."""
-        self.loop.call_soon_threadsafe(self._start, key, evaluator, task, time.perf_counter())
+    def submit(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> None:
+        """Queue the item; its record arrives in ``done`` under ``key``. Then ``wake``."""
+        with self._lock:
+            self._queue.append((key, evaluator, task))
+
+    def wake(self) -> None:
+        """Start workers for the items just submitted, up to the limit."""
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            self.loop.call_soon_threadsafe(self._spawn)
+
+    def hold(self) -> list[int]:
+        """Let no worker take another item; the keys of the items never started."""
+        with self._lock:
+            self._holding = True
+            keys = [key for key, _, _ in self._queue]
+            self._queue.clear()
+        return keys
 
     def cancel(self, key: int) -> None:
         """Cancel the item (a no-op once it finished); it then records nothing of its own."""
-        with contextlib.suppress(RuntimeError):  # the loop is already closed
+        with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self._cancel, key)
 
     def alive(self) -> bool:
@@ -192,9 +235,9 @@ class _ItemLoop:
 
     def _shutdown(self) -> None:
         """What ``asyncio.run`` does at the end: cancel every task, then close async gens."""
+        self._ours.update(self._current)
         pending = asyncio.all_tasks(self.loop)
         for t in pending:
-            self._ours.add(t)
             t.cancel()
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             if pending:
@@ -206,38 +249,58 @@ class _ItemLoop:
         self._closing = True
         self.loop.stop()
 
-    def _start(self, key: int, evaluator: BaseEvaluator, task: ItemTask, started: float) -> None:
-        running = self.loop.create_task(self._one(evaluator, task))
-        self._tasks[key] = running
-        running.add_done_callback(functools.partial(self._finished, key, task, started))
+    def _spawn(self) -> None:
+        while len(self._running) < min(self.workers, len(self._running) + len(self._queue)):
+            worker = self.loop.create_task(self._worker())
+            self._running.add(worker)
+            worker.add_done_callback(self._running.discard)
 
     def _cancel(self, key: int) -> None:
-        running = self._tasks.get(key)
-        if running is not None:
-            self._ours.add(running)
-            running.cancel()
+        worker = self._current.get(key)
+        if worker is not None:
+            self._ours.add(key)
+            worker.cancel()
 
-    def _finished(
-        self, key: int, task: ItemTask, started: float, running: asyncio.Task[ItemResult]
-    ) -> None:
-        del self._tasks[key]
-        self._ours.discard(running)
-        duration = time.perf_counter() - started
-        if running.cancelled():  # by us: the main thread has recorded it already
-            record = cancelled_record(task, duration)
-        elif (exc := running.exception()) is not None:  # _one lets nothing else through
-            record = fault_record(task, error_info("run", exc), duration)
-        else:
-            record = running.result()
-        self.done.put((key, record))
+    def _take(self) -> tuple[int, BaseEvaluator, ItemTask] | None:
+        with self._lock:
+            if self._holding or not self._queue:
+                return None
+            key, evaluator, task = self._queue.popleft()
+            self.started[key] = time.perf_counter()
+        return key, evaluator, task
 
-    async def _one(self, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
-        started = time.perf_counter()
+    async def _worker(self) -> None:
+        """Run queued items one after another, until the queue is empty or held.
+
+        Items run in the worker's context, so a context variable an item leaves set would
+        be seen by the next: such a worker hands over to a fresh one.
+        """
+        me = asyncio.current_task()
+        assert me is not None
+        fresh = contextvars.copy_context()
+        while (taken := self._take()) is not None:
+            key, evaluator, task = taken
+            self._current[key] = me
+            try:
+                record = await self._one(key, evaluator, task)
+            finally:
+                del self._current[key]
+            self.done.put((key, record))
+            if _changed(fresh):  # hand over to a worker in a copy of the clean context
+                self._running.discard(me)
+                self.loop.call_soon(self._spawn, context=fresh)
+                return
+
+    async def _one(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
+        started = self.started[key]
         coro = aexecute_item(evaluator, task, max_output_bytes=self.max_output_bytes)
         try:
             if self.timeout is None:
                 return await coro
             try:
+                if sys.version_info >= (3, 11):
+                    async with asyncio.timeout(self.timeout):
+                        return await coro
                 return await asyncio.wait_for(coro, self.timeout)
             except asyncio.TimeoutError:
                 return fault_record(
@@ -251,13 +314,21 @@ class _ItemLoop:
                     "timeout",
                 )
         except asyncio.CancelledError as exc:
-            if asyncio.current_task() in self._ours:
+            if key in self._ours:
                 raise
             # not a cancellation of ours (a timeout arrives as TimeoutError): the item's
             # own code raised it, and aexecute_item lets every CancelledError through
             return fault_record(
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
+
+
+def _changed(fresh: contextvars.Context) -> bool:
+    """Whether a context variable differs from ``fresh``, the worker's context at its start."""
+    now = contextvars.copy_context()
+    if len(now) != len(fresh):
+        return True
+    return any(now.get(var, fresh) is not value for var, value in fresh.items())
 
 
 def _raised_by_item(evaluator: BaseEvaluator, exc: asyncio.CancelledError) -> ErrorInfo:
