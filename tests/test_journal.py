@@ -20,6 +20,7 @@ from agenteval._journal import (
     new_run_id,
     read_manifest,
     read_records,
+    read_records_at,
 )
 from agenteval._results import ItemResult
 
@@ -72,6 +73,26 @@ def test_journal_append_writes_one_line_per_record(tmp_path: Path) -> None:
     lines = (journal.dir / "records.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == ["a", "b"]
     assert [r.status for r in read_records(journal.dir)] == ["passed", "failed"]
+
+
+def test_journal_append_many_writes_records_that_finished_together_at_once(
+    tmp_path: Path,
+) -> None:
+    journal = Journal.create(tmp_path / "runs", "run-1", {})
+    first = journal.append(record("a").model_dump_json())
+    places = journal.append_many([record(i).model_dump_json() for i in ("b", "é", "d")])
+    assert journal.append_many([]) == []
+    journal.close()
+    data = (journal.dir / "records.jsonl").read_bytes()
+    assert [first[0], *(offset for offset, _ in places)] == [
+        m.start() for m in re.finditer(rb"^", data, re.M) if m.start() < len(data)
+    ]
+    for (offset, length), item_id in zip([first, *places], "abéd", strict=True):
+        assert json.loads(data[offset : offset + length])["id"] == item_id
+    assert [(r.id, offset, length) for r, offset, length in read_records_at(journal.dir)] == [
+        (item_id, offset, length)
+        for item_id, (offset, length) in zip("abéd", [first, *places], strict=True)
+    ]
 
 
 def test_journal_append_is_flushed_before_close(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import json
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +91,32 @@ class Journal:
         atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
 
     def append(self, record_json: str) -> tuple[int, int]:
-        """Append one terminal record (its JSON); one ``write``, so lines never interleave.
+        """Append one terminal record (its JSON); see :meth:`append_many`."""
+        return self.append_many([record_json])[0]
 
-        Returns where the record sits in the file (offset, length without the newline), so
+    def append_many(self, records_json: Sequence[str]) -> list[tuple[int, int]]:
+        """Append terminal records (their JSON), one line each, in one ``write``, so lines
+        never interleave and records that finished together cost one system call.
+
+        Returns where each record sits in the file (offset, length without the newline), so
         that readers can find it again without keeping it in memory.
         """
         if self._fd is None:
             self._fd = self._open_records()
             self._size = os.fstat(self._fd).st_size
-        encoded = (record_json + "\n").encode()
+        places: list[tuple[int, int]] = []
+        chunks: list[bytes] = []
         offset = self._size
-        data = memoryview(encoded)
+        for text in records_json:
+            encoded = (text + "\n").encode()
+            places.append((offset, len(encoded) - 1))
+            chunks.append(encoded)
+            offset += len(encoded)
+        data = memoryview(b"".join(chunks))
         while data:  # a regular file takes it in one write; loop in case it does not
             data = data[os.write(self._fd, data) :]
-        self._size += len(encoded)
-        return offset, len(encoded) - 1
+        self._size = offset
+        return places
 
     def _open_records(self) -> int:
         """Open records.jsonl for appending, ending a torn last line left by a killed run.

@@ -322,19 +322,25 @@ class _Run:
             state.complete = False
 
     # -- results ---------------------------------------------------------------------
-    def on_result(self, result: ItemResult) -> None:
-        state = self.by_id[result.evaluator]
-        text = record_json(result)
-        if self.redact and any(s in text for s in self.redact.secrets):
-            text = self.redact(text)
-            result = ItemResult.model_validate_json(text)
-        if self.journal is not None:
-            state.builder.add(result, at=self.journal.append(text))
-        else:
-            state.builder.add(result, raw=text)
-        state.pending -= 1
-        self.drivers.call("item_finished", result)
-        self._maybe_finalise(state)
+    def on_result(self, *results: ItemResult) -> None:
+        """Record items that reached a terminal status: journal first, then the drivers."""
+        records = list(results)
+        texts = [record_json(result) for result in records]
+        if self.redact:
+            for i, text in enumerate(texts):
+                if any(s in text for s in self.redact.secrets):
+                    texts[i] = self.redact(text)
+                    records[i] = ItemResult.model_validate_json(texts[i])
+        places = self.journal.append_many(texts) if self.journal and records else None
+        for i, result in enumerate(records):
+            state = self.by_id[result.evaluator]
+            if places is not None:
+                state.builder.add(result, at=places[i])
+            else:
+                state.builder.add(result, raw=texts[i])
+            state.pending -= 1
+            self.drivers.call("item_finished", result)
+            self._maybe_finalise(state)
 
     def _maybe_finalise(self, state: _EvaluatorState) -> None:
         if not state.exhausted or state.pending > 0 or state.finalised:

@@ -72,8 +72,7 @@ class AsyncExecutor(Executor):
             self._unstarted(items, running)
             for key in running:
                 items.cancel(key)
-            for record in self._collect(items, running, 0.0):  # results already in are kept
-                on_result(record)
+            on_result(*self._collect(items, running, 0.0))  # results already in are kept
             now = time.perf_counter()
             while running:
                 key = next(iter(running))
@@ -111,8 +110,7 @@ class AsyncExecutor(Executor):
                 submitted += 1
             if submitted:
                 items.wake()
-            for record in finished:
-                on_result(record)
+            on_result(*finished)
             if stop.requested and stop_deadline is None:
                 stop_deadline = time.monotonic() + stop.grace
                 self._unstarted(items, running)
@@ -123,8 +121,7 @@ class AsyncExecutor(Executor):
                 wait = max(0.0, min(wait, stop_deadline - time.monotonic()))
             finished = self._collect(items, running, wait)
             if stop_deadline is not None and time.monotonic() >= stop_deadline:
-                for record in finished:
-                    on_result(record)
+                on_result(*finished)
                 for key in running:
                     items.cancel(key)
                 while running:

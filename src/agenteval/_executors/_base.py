@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from .._evaluator import BaseEvaluator
 from .._item import CANCELLED, ItemTask, fault_record
@@ -12,7 +13,12 @@ from .._results import ErrorInfo, ItemResult
 TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
 """Tasks in plan order; pulling the next one may run the next evaluator's ``set_up``."""
 
-OnResult = Callable[[ItemResult], None]
+
+class OnResult(Protocol):
+    """Takes the records of items that reached a terminal status, one or several at a
+    time (records that finished together are journalled in one write)."""
+
+    def __call__(self, *results: ItemResult) -> None: ...
 
 
 def cancelled_record(task: ItemTask, duration: float, message: str = CANCELLED) -> ItemResult:

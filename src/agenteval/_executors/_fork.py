@@ -274,6 +274,7 @@ class ForkExecutor(Executor):
                         child.eof = True
                         sel.unregister(child.fd)
                 now = time.monotonic()
+                finished: list[ItemResult] = []
                 for child in list(children.values()):
                     self._supervise(child, now, stop_deadline)
                     if child.status is None:
@@ -282,7 +283,9 @@ class ForkExecutor(Executor):
                         self._drain(child, sel)
                     if child.status is not None and child.eof:
                         del children[child.pid]
-                        on_result(self._finish(child))
+                        finished.append(self._finish(child))
+                if finished:
+                    on_result(*finished)
         except HardStop:
             self._cancel_all(children, sel, on_result)
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -62,12 +63,34 @@ class ConsoleOutput(OutputDriver):
         return self._console
 
     def _line(self, text: str, style: str | None = None) -> None:
+        if self._plain():
+            stream = self.stream or sys.stdout
+            stream.write(text + "\n")
+            stream.flush()
+            return
         from rich.text import Text
 
         self.console.print(Text(text, style=style or ""))
 
+    def _plain(self) -> bool:
+        """Whether lines go out as they are, without rich: the stream is no terminal and
+        nothing asks for colours anyway. That spares a piped run (CI) importing rich."""
+        if self._console is not None:
+            return False
+        stream = self.stream or sys.stdout
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        return not (
+            tty
+            or os.environ.get("FORCE_COLOR")
+            or os.environ.get("TTY_COMPATIBLE") == "1"
+            or "IPython" in sys.modules  # rich renders notebooks its own way
+        )
+
     def _live(self) -> bool:
-        return self.progress and self.console.is_terminal
+        return self.progress and not self._plain() and self.console.is_terminal
 
     # -- hooks ---------------------------------------------------------------------------
     def run_interrupted(self, signal_name: str, grace: float) -> None:
