@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from agenteval import BaseEvaluator, run_evaluations
 from agenteval.assertions import StringContains
@@ -50,7 +56,7 @@ def test_console_report_lists_failures_with_call_sites() -> None:
         "  FAIL     item 'bad' · StringContains · "
         "Expected 'nope\\x1b\\x5b\\x33\\x31\\x6d' to contain 'refund' (score 0.00)  "
     )
-    assert fails[0].endswith("test_console_output.py:24")
+    assert fails[0].endswith("test_console_output.py:30")
     softs = [line for line in lines if line.startswith("  SOFT ")]
     assert len(softs) == 2
     assert lines[-1].startswith(
@@ -72,3 +78,33 @@ def test_safe_neutralises_control_characters() -> None:
 
 def test_safe_neutralises_bidi_and_line_separators() -> None:
     assert safe("abc\u202edef\u2066x\u2028y") == "abc\\u202edef\\u2066x\\u2028y"
+
+
+def test_piped_console_writes_plain_lines_without_importing_rich(tmp_path: Path) -> None:
+    """Piped (CI), there are no colours to draw: rich's import stays out of the run."""
+    script = (
+        "import sys\n"
+        "from agenteval import BaseEvaluator, run_evaluations\n"
+        "from agenteval.assertions import StringContains\n"
+        "class E(BaseEvaluator):\n"
+        "    def get_dataset(self): return [{'id': 1}]\n"
+        "    def run(self, item): return 'x'\n"
+        "    def evaluate(self, output, item): self.assert_that(StringContains('y'), output)\n"
+        "run_evaluations([E], journal=False)\n"
+        "print('rich imported:', 'rich' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "rich imported: False"
+    assert "\x1b[" not in out.stdout
+    assert "FAILED: 1 item, 0 passed, 1 failed" in out.stdout
+
+
+def test_force_color_draws_colours_even_when_piped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    stream = io.StringIO()
+    run_evaluations([ShopEvaluator], outputs=[ConsoleOutput(stream=stream)], journal=False)
+    assert "\x1b[" in stream.getvalue()
