@@ -283,6 +283,7 @@ class _ItemLoop:
             finally:
                 del self._current[key]
             self.done.put((key, record))
+            del self.started[key]
             if _changed(fresh):  # hand over to a worker in a copy of the clean context
                 self._running.discard(me)
                 self.loop.call_soon(self._spawn, context=fresh)
