@@ -1,12 +1,13 @@
 """Parallel executors: latency-bound efficiency and per-item overhead, side by side.
 
-(a) fork executor, latency-bound: 1,000 items whose ``run`` sleeps 0.1 s, ``-c 50``,
-    against a bare ``multiprocessing.Pool(50)`` doing the same sleeps and pydantic-evals'
-    ``evaluate`` with ``max_concurrency=50`` on a sync task. Goal: efficiency >= 0.90.
+(a) fork executor, latency-bound: 1,000 items whose ``run`` sleeps 0.1 s, ``-c 50``, with a
+    process per item and with ``--isolation worker``, against a bare
+    ``multiprocessing.Pool(50)`` doing the same sleeps and pydantic-evals' ``evaluate`` with
+    ``max_concurrency=50`` on a sync task. Goal: efficiency >= 0.90.
 (b) async executor: 2,000 items of ``asyncio.sleep(0.1)``, ``-c 200``, against
     pydantic-evals on an async task at ``max_concurrency=200``. Goal: efficiency >= 0.95.
 (c) fork executor, per-item overhead: 2,000 items that return at once, ``-c 8``: items/s,
-    without and with 200 MB held by the parent (``set_up`` allocates and touches it; as
+    (also with ``--isolation worker``), without and with 200 MB held by the parent (``set_up`` allocates and touches it; as
     one ``bytearray`` and as ~1.4 million small ``str`` objects), against pydantic-evals at
     ``max_concurrency=8``.
 (d) context: what one fork() + child exit + waitpid costs on this machine, for a bare
@@ -49,6 +50,7 @@ from _common import (
 SLEEP = 0.1
 GOAL_FORK = 0.90
 GOAL_ASYNC = 0.95
+WORKERS = ("--isolation", "worker")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class Bench:
         executor: str,
         tag: str,
         env: dict[str, str] | None = None,
+        extra: tuple[str, ...] = (),
     ) -> Sample:
         cwd = self.work / f"agenteval-{tag}"
         cwd.mkdir()
@@ -97,6 +100,7 @@ class Bench:
                 str(concurrency),
                 "--executor",
                 executor,
+                *extra,
             ],
             cwd=cwd,
             env={"BENCH_N": str(n), "BENCH_TIMING_FILE": str(timing), **(env or {})},
@@ -229,6 +233,9 @@ def main() -> None:
                 "agenteval fork": lambda tag: bench.agenteval(
                     "sleep_eval.py", n_fork, c_fork, "fork", tag
                 ),
+                "agenteval fork --isolation worker": lambda tag: bench.agenteval(
+                    "sleep_eval.py", n_fork, c_fork, "fork", tag, extra=WORKERS
+                ),
                 f"multiprocessing.Pool({c_fork})": lambda tag: bench.pool(n_fork, c_fork),
             }
             if competitor is not None:
@@ -242,12 +249,16 @@ def main() -> None:
             )
             print(text)
             print("items-only s: agenteval = end of set_up to tear_down; Pool = the map alone.")
-            proc, run = effs["agenteval fork"]
-            verdicts.append(
-                f"(a) fork efficiency >= {GOAL_FORK}: run {run:.3f} -> "
-                f"{verdict(run >= GOAL_FORK)}; whole process {proc:.3f} -> "
-                f"{verdict(proc >= GOAL_FORK)}"
-            )
+            for label, row in (
+                ("", "agenteval fork"),
+                (" --isolation worker", "agenteval fork --isolation worker"),
+            ):
+                proc, run = effs[row]
+                verdicts.append(
+                    f"(a) fork{label} efficiency >= {GOAL_FORK}: run {run:.3f} -> "
+                    f"{verdict(run >= GOAL_FORK)}; whole process {proc:.3f} -> "
+                    f"{verdict(proc >= GOAL_FORK)}"
+                )
 
         if "b" in parts:
             ideal = math.ceil(n_async / c_async) * SLEEP
@@ -278,6 +289,9 @@ def main() -> None:
             runners = {
                 "agenteval fork": lambda tag: bench.agenteval(
                     "instant_eval.py", n_inst, c_inst, "fork", tag
+                ),
+                "agenteval fork --isolation worker": lambda tag: bench.agenteval(
+                    "instant_eval.py", n_inst, c_inst, "fork", tag, extra=WORKERS
                 ),
                 f"agenteval fork + {mb} MB bytearray": lambda tag: bench.agenteval(
                     "instant_eval.py",

@@ -33,7 +33,7 @@ from ._errors import (
     UsageError,
 )
 from ._evaluator import BaseEvaluator, is_async
-from ._executors._base import Executor, ExecutorOptions, StopState
+from ._executors._base import Executor, ExecutorOptions, Isolation, StopState
 from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
 from ._journal import (
     DEFAULT_RUNS_DIR,
@@ -432,6 +432,11 @@ def _choose_executor(
         raise UsageError(
             "--timeout needs a process per item: use --executor fork (or leave --executor unset)"
         )
+    if name != "fork" and options.isolation == "worker":
+        raise UsageError(
+            "--isolation worker is for the fork executor: use it with -c N (N > 1) or "
+            "--executor fork"
+        )
     if name == "async":
         sync = [s.cls.__name__ for s in specs if not is_async(s.cls.run)]
         if sync:
@@ -534,6 +539,7 @@ def run_evaluations(
     timeout: float | None = None,
     grace: float = 10.0,
     max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
+    isolation: Isolation = "item",
     resume: str | bool | None = None,
     retry_errors: str | None = None,
     force: bool = False,
@@ -589,8 +595,13 @@ def run_evaluations(
             f"No evaluators found in {where}: define a BaseEvaluator subclass in a .py file "
             f"(files starting with '_' are skipped)"
         )
+    if isolation not in ("item", "worker"):
+        raise UsageError(f"--isolation must be item or worker, got {isolation!r}")
     options = ExecutorOptions(
-        concurrency=concurrency, timeout=timeout, max_output_bytes=max_output_bytes
+        concurrency=concurrency,
+        timeout=timeout,
+        max_output_bytes=max_output_bytes,
+        isolation=isolation,
     )
     chosen = _choose_executor(executor, options, specs, notices)
 

@@ -30,7 +30,9 @@ def run_items(count: int) -> list[ItemResult]:
     evaluator = Echo()
     tasks = iter([(evaluator, ItemTask("echo.py::Echo", n, n, {"n": n})) for n in range(count)])
     results: list[ItemResult] = []
-    ForkExecutor(ExecutorOptions(concurrency=2)).run(tasks, results.append, StopState())
+    ForkExecutor(ExecutorOptions(concurrency=2)).run(
+        tasks, lambda *records: results.extend(records), StopState()
+    )
     return sorted(results, key=lambda r: r.index)
 
 
@@ -68,5 +70,5 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
 
 def test_fork_supervisor_sets_a_backstop_beyond_the_grace_period() -> None:
     stop = StopState(grace=1.0)
-    ForkExecutor(ExecutorOptions(concurrency=2)).run(iter([]), lambda r: None, stop)
+    ForkExecutor(ExecutorOptions(concurrency=2)).run(iter([]), lambda *records: None, stop)
     assert stop.backstop == 2.0

@@ -86,6 +86,13 @@ def run(
     executor: Annotated[
         str, typer.Option("--executor", help="auto | inline | fork | async.")
     ] = "auto",
+    isolation: Annotated[
+        str,
+        typer.Option(
+            "--isolation",
+            help="fork executor: item (a process per item) | worker (processes reused).",
+        ),
+    ] = "item",
     timeout: Annotated[
         float | None,
         typer.Option(
@@ -152,6 +159,8 @@ def run(
 
     if executor not in ("auto", "inline", "fork", "async"):
         raise _fail(f"--executor must be one of auto, inline, fork, async; got {executor!r}")
+    if isolation not in ("item", "worker"):
+        raise _fail(f"--isolation must be item or worker; got {isolation!r}")
     notices: list[str] = []
     extra = [JsonOutput(output_json)] if output_json else []
     try:
@@ -168,6 +177,7 @@ def run(
             timeout=timeout,
             grace=grace,
             max_output_bytes=max_output_bytes or None,
+            isolation=isolation,  # type: ignore[arg-type]
             resume=(True if resume == _LATEST else resume),
             retry_errors=retry_errors,
             force=force,

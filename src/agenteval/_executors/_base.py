@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from .._evaluator import BaseEvaluator
 from .._item import CANCELLED, ItemTask, fault_record
@@ -47,6 +47,9 @@ class StopState:
     backstop: float = 0.0
 
 
+Isolation = Literal["item", "worker"]
+
+
 @dataclass(frozen=True)
 class ExecutorOptions:
     """Per-run settings every executor honours where it can."""
@@ -54,6 +57,8 @@ class ExecutorOptions:
     concurrency: int = 1
     timeout: float | None = None
     max_output_bytes: int | None = None
+    isolation: Isolation = "item"
+    """The fork executor's: a process per item, or workers that run several in turn."""
 
 
 class Executor:
