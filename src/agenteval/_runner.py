@@ -119,14 +119,19 @@ class _Ids:
         self.seen: dict[str, bool] = {}  # id -> whether it was an explicit 'id' field
 
     def __call__(self, item: Any, index: int) -> str | int:
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):  # dict: the fast way
             raise DatasetError(
                 f"{self._where(index)} is a {type(item).__name__} ({_short(item)}): dataset "
                 f"items must be dicts, e.g. {{'input': ...}}"
             )
         explicit = "id" in item
         value: str | int = item["id"] if explicit else index
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
+        kind = type(value)
+        if (
+            kind is not int
+            and kind is not str
+            and (isinstance(value, bool) or not isinstance(value, (str, int)))
+        ):
             raise DatasetError(
                 f"{self._where(index)} has an 'id' of type {type(value).__name__} "
                 f"({_short(value)}): use a string or an integer"

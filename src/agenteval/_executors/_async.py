@@ -37,6 +37,9 @@ from .._item import STOPPED, HardStop, ItemTask, aexecute_item, error_info, faul
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
+_TOP_UP = 0.005
+"""Seconds before the queue is filled up behind the first items started."""
+
 _BACKSTOP = 2.0
 """Seconds beyond the grace period before the signal handler stops the run at once."""
 
@@ -91,8 +94,9 @@ class AsyncExecutor(Executor):
         running: dict[int, ItemTask],
     ) -> float | None:
         """Submit, collect and cancel items; how long to wait for the loop's cleanup."""
-        # a queue as long again as the workers are many: none waits for the main thread
-        ahead = 2 * self.options.concurrency
+        # the first N start before anything else; then a queue as long again as the workers
+        # are many, so that none waits for this thread
+        ahead = self.options.concurrency
         keys = itertools.count()
         exhausted = False
         stop_deadline: float | None = None
@@ -110,13 +114,15 @@ class AsyncExecutor(Executor):
                 submitted += 1
             if submitted:
                 items.wake()
+            ahead = 2 * self.options.concurrency
+            topped_up = exhausted or len(running) >= ahead
             on_result(*finished)
             if stop.requested and stop_deadline is None:
                 stop_deadline = time.monotonic() + stop.grace
                 self._unstarted(items, running)
             if not running:
                 return None
-            wait = _POLL
+            wait = _POLL if topped_up else _TOP_UP
             if stop_deadline is not None:
                 wait = max(0.0, min(wait, stop_deadline - time.monotonic()))
             finished = self._collect(items, running, wait)

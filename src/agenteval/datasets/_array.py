@@ -47,7 +47,7 @@ class ArrayDataset(Dataset):
             )
         self._items: list[Mapping[str, Any]] = list(items)
         for index, item in enumerate(self._items):
-            if not isinstance(item, Mapping):
+            if type(item) is not dict and not isinstance(item, Mapping):
                 kind = type(item).__name__
                 article = "an" if kind[0] in "aeiouAEIOU" else "a"
                 raise DatasetError(
