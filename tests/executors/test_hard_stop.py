@@ -45,7 +45,12 @@ ASYNC_RUN = """async def run(self, item):
         return "done"
 """
 
-EXECUTORS = {"fork": SYNC_RUN, "async": ASYNC_RUN}
+EXECUTORS = {"fork": SYNC_RUN, "async": ASYNC_RUN, "fork-workers": SYNC_RUN}
+ARGS = {
+    "fork": ("--executor", "fork"),
+    "async": ("--executor", "async"),
+    "fork-workers": ("--executor", "fork", "--isolation", "worker"),
+}
 CANCELLED = "a second interrupt stopped the run before the item finished"
 
 
@@ -54,8 +59,7 @@ def hard_stop(cli: Any, executor: str) -> dict[str, Any]:
     started = time.monotonic()
     proc = cli.start(
         "sleeper.py",
-        "--executor",
-        executor,
+        *ARGS[executor],
         "-c",
         "2",
         "--no-progress",
@@ -73,7 +77,7 @@ def hard_stop(cli: Any, executor: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def hard_stops(cli_factory: Any) -> dict[str, Any]:
-    """Both executors side by side (their items only sleep)."""
+    """Every executor side by side (their items only sleep)."""
     with ThreadPoolExecutor(len(EXECUTORS)) as pool:
         return {name: pool.submit(hard_stop, cli_factory(name), name) for name in EXECUTORS}
 
