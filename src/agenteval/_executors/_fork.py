@@ -13,15 +13,15 @@ to the CLI's whole group (a terminal, ``timeout``, a CI runner) reaches only the
 which then applies the grace period, and every signal the parent sends to an item — and the
 final sweep once it has exited — reaches the subprocesses the item started too.
 
-With ``--isolation worker`` a child is a *worker*: it is forked with a batch of tasks and
-runs them one after another, each only when the parent grants it (one byte on a control
-pipe), sending one JSON line per item. Items of one worker see what earlier items of that
-worker changed; a fault still costs only the item it hit: the worker is gone, its current
-item gets the fault's status, and the tasks it had not started go to a fresh worker. That
-forks about one process per ``_BATCH`` items (or per N-th of the run) instead of one per
-item. When the tasks run
-out and slots are free, the parent takes the untouched tail of a busy worker's batch and
-gives it to a new worker, so the workers forked last do not finish last.
+With ``--isolation worker`` a child is a *worker* that runs items one after another. The
+parent pulls tasks ahead and numbers them; a worker is forked holding every task pulled
+so far (shared copy-on-write, nothing is copied or pickled), and the parent grants it one
+task at a time by number on a control pipe, whenever it finished the one before; it
+answers with one JSON line per item. So items go to whichever worker is free, as from a
+shared queue, and a worker forked late simply runs fewer. A worker ends when no task it
+holds is left to grant; a new one, forked then, holds the tasks pulled since. Items of
+one worker see what earlier items of that worker changed; a fault still costs only the
+item it hit: the worker is gone and its item gets the fault's status.
 
 Why not ``multiprocessing``: a killed Pool worker hangs the parent, and in
 ``ProcessPoolExecutor`` one dead worker or one unpicklable exception fails every pending
@@ -30,13 +30,14 @@ item. Here nothing but plain JSON crosses the process boundary.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import ctypes
 import gc
+import itertools
 import os
 import selectors
 import signal
+import struct
 import sys
 import threading
 import time
@@ -65,10 +66,11 @@ CAPTURE_LIMIT = 64 * 1024
 
 _POLL = 0.05
 
-_BATCH = 32
-"""The most tasks a worker is forked with under ``--isolation worker``."""
+_AHEAD = 32
+"""Tasks pulled ahead per slot under ``--isolation worker``: about how many items a worker
+runs before the tasks it holds run out and a new worker takes over."""
 
-_GO = b"g"
+_GRANT = struct.Struct("<Q")
 
 _BACKSTOP = KILL_GRACE
 """Seconds beyond the grace period before the signal handler stops the run at once: time
@@ -80,14 +82,14 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 @dataclass
 class _Child:
     pid: int
-    tasks: list[tuple[BaseEvaluator, ItemTask]]  # its batch; one task unless a worker
+    task: ItemTask | None  # the task it runs now; None once it may only exit
+    horizon: int  # a worker holds the tasks numbered below this
     fd: int
-    ctl: int | None  # a worker's control pipe: one byte grants its next task
+    ctl: int | None  # a worker's control pipe: each task number sent there is granted
     out: IO[bytes]
     err: IO[bytes]
     started: float  # when its current task started
     deadline: float | None
-    current: int | None = 0  # index of the running task; None once it may only exit
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
     eof: bool = False
     status: int | None = None
@@ -98,14 +100,9 @@ class _Child:
     stopped: bool = False  # by a second interrupt
     lost: bool = False  # reaped by someone else: exit status unknown
 
-    @property
-    def task(self) -> ItemTask:
-        """The task running now (or the last one that ran)."""
-        return self.tasks[self.current or 0][1]
 
-    def untouched(self) -> int:
-        """How many tasks of its batch it has not started."""
-        return 0 if self.current is None else len(self.tasks) - self.current - 1
+_Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
+"""Tasks pulled and not started, by number, in order."""
 
 
 _prctl: Any = None
@@ -185,7 +182,8 @@ def _read_capture(fd: int, *, clear: bool = False) -> str:
 
 
 def _child_main(
-    tasks: list[tuple[BaseEvaluator, ItemTask]],
+    first: tuple[BaseEvaluator, ItemTask],
+    held: _Pending,
     wfd: int,
     ctl: int | None,
     out: IO[bytes],
@@ -193,8 +191,8 @@ def _child_main(
     parent: int,
     max_output_bytes: int | None,
 ) -> None:
-    """Runs in the forked child; never returns. Runs its one task, or, as a worker, each
-    task the parent grants, writing one JSON line per item."""
+    """Runs in the forked child; never returns. Runs its first task, then, as a worker,
+    each task of ``held`` the parent grants, writing one JSON line per item."""
     code = 0
     try:
         # the parent's objects are the parent's: a collection that walked them would copy
@@ -218,14 +216,29 @@ def _child_main(
         os.close(devnull)
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
-        for evaluator, task in tasks:
-            if ctl is not None and os.read(ctl, 1) != _GO:
-                break  # the parent closed the pipe: no more items for this worker
+        evaluator, task = first
+        while True:
             _run_one(evaluator, task, wfd, out, err, max_output_bytes)
+            grant = _read_grant(ctl) if ctl is not None else None
+            if grant is None:
+                break  # no more items for this process
+            evaluator, task = held[grant]
     except BaseException:
         code = 71
     finally:
         os._exit(code)
+
+
+def _read_grant(ctl: int) -> int | None:
+    """The number of the task granted next, or None once the parent closed the pipe."""
+    data = b""
+    while len(data) < _GRANT.size:
+        chunk = os.read(ctl, _GRANT.size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    number: int = _GRANT.unpack(data)[0]
+    return number
 
 
 def _run_one(
@@ -332,7 +345,7 @@ class ForkExecutor(Executor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._warned_threads = False
-        self._batch = _BATCH if self.options.isolation == "worker" else 1
+        self._workers = self.options.isolation == "worker"
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Fork, supervise and collect until every task is done or the run is stopped."""
@@ -341,7 +354,9 @@ class ForkExecutor(Executor):
         _load_prctl()
         sel = selectors.DefaultSelector()
         children: dict[int, _Child] = {}
-        ready: collections.deque[tuple[BaseEvaluator, ItemTask]] = collections.deque()
+        pending: _Pending = {}
+        numbers = itertools.count()
+        ahead = limit * _AHEAD if self._workers else 1
         exhausted = False
         stop_deadline: float | None = None
         try:
@@ -350,32 +365,40 @@ class ForkExecutor(Executor):
                 if stop.requested and stop_deadline is None:
                     stop_deadline = now + stop.grace
                     for child in children.values():  # workers start nothing more
-                        self._end_batch(child)
+                        self._end(child)
                 while not stop.requested and len(children) < limit:
-                    batch, exhausted = self._next_batch(tasks, ready, exhausted, children)
-                    if not batch:
+                    while not exhausted and len(pending) < ahead:
+                        try:
+                            pending[next(numbers)] = next(tasks)
+                        except StopIteration:
+                            exhausted = True
+                    if not pending:
                         break
-                    failed = self._spawn(batch, children, sel)
-                    if failed:
-                        on_result(*failed)
+                    failed = self._spawn(pending, children, sel)
+                    if failed is not None:
+                        on_result(failed)
                 # once stopping, tasks no child started stay unrecorded: resume runs them
-                if not children and (stop.requested or (exhausted and not ready)):
+                if not children and (stop.requested or (exhausted and not pending)):
                     return
                 lines: list[_Line] = []
                 finished: list[ItemResult] = []
-                for key, _ in sel.select(_POLL):
-                    child = key.data
-                    try:
-                        chunk = os.read(child.fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        chunk = b""
-                    if chunk:
-                        lines.extend(self._received(child, chunk, stop))
-                    else:
-                        child.eof = True
-                        sel.unregister(child.fd)
+                wait: float = _POLL
+                # read (and grant) while more is ready; record afterwards
+                while ready := sel.select(wait):
+                    wait = 0
+                    for key, _ in ready:
+                        child = key.data
+                        try:
+                            chunk = os.read(child.fd, 1 << 16)
+                        except BlockingIOError:
+                            continue
+                        except OSError:
+                            chunk = b""
+                        if chunk:
+                            lines.extend(self._received(child, chunk, pending, stop))
+                        else:
+                            child.eof = True
+                            sel.unregister(child.fd)
                 now = time.monotonic()
                 exited = _any_exited()
                 for child in list(children.values()):
@@ -383,10 +406,10 @@ class ForkExecutor(Executor):
                     if child.status is None and (exited or child.eof or child.killed):
                         self._reap(child)
                     if child.status is not None and not child.eof:
-                        lines.extend(self._drain(child, sel, stop))
+                        lines.extend(self._drain(child, sel, pending, stop))
                     if child.status is not None and child.eof:
                         del children[child.pid]
-                        finished.extend(self._finish(child, ready, stop))
+                        finished.extend(self._finish(child))
                 if lines or finished:
                     on_result(*_parse(lines), *finished)
         except HardStop:
@@ -400,37 +423,6 @@ class ForkExecutor(Executor):
                         os.waitpid(child.pid, 0)
                 self._close(child)
             sel.close()
-
-    def _next_batch(
-        self,
-        tasks: TaskSource,
-        ready: collections.deque[tuple[BaseEvaluator, ItemTask]],
-        exhausted: bool,
-        children: dict[int, _Child],
-    ) -> tuple[list[tuple[BaseEvaluator, ItemTask]], bool]:
-        """The tasks for the next child, and whether the task source is exhausted.
-
-        ``ready`` holds tasks pulled ahead and those a dead worker never started. Workers
-        get an even share of what is pulled ahead, up to ``_BATCH`` each; once no task is
-        left, a free slot takes the untouched back half (at least one) of the biggest batch
-        still running, so the last items do not wait in one worker.
-        """
-        ahead = self.options.concurrency * self._batch if self._batch > 1 else 1
-        while not exhausted and len(ready) < ahead:
-            try:
-                ready.append(next(tasks))
-            except StopIteration:
-                exhausted = True
-        free = self.options.concurrency - len(children)
-        size = min(self._batch, -(-len(ready) // max(free, 1)))
-        batch = [ready.popleft() for _ in range(size)]
-        if not batch and exhausted and self._batch > 1:
-            busiest = max(children.values(), key=_Child.untouched, default=None)
-            if busiest is not None and busiest.untouched():
-                keep = len(busiest.tasks) - max(1, busiest.untouched() // 2)
-                batch = busiest.tasks[keep:]
-                del busiest.tasks[keep:]
-        return batch, exhausted
 
     def _cancel_all(
         self, children: dict[int, _Child], sel: selectors.BaseSelector, on_result: OnResult
@@ -454,17 +446,15 @@ class ForkExecutor(Executor):
                     child.killed = True
                     child.cancelled = not child.timed_out
                     child.stopped = True
-            lines = self._drain(child, sel, stop)
+            lines = self._drain(child, sel, {}, stop)
             del children[child.pid]
-            on_result(*_parse(lines), *self._finish(child, collections.deque(), stop))
+            on_result(*_parse(lines), *self._finish(child))
 
     def _spawn(
-        self,
-        batch: list[tuple[BaseEvaluator, ItemTask]],
-        children: dict[int, _Child],
-        sel: selectors.BaseSelector,
-    ) -> list[ItemResult]:
-        """Fork a child for the batch and register it; records only when the fork failed."""
+        self, pending: _Pending, children: dict[int, _Child], sel: selectors.BaseSelector
+    ) -> ItemResult | None:
+        """Fork a child for the first pending task (a worker holds all pending ones) and
+        register it; a record only when the fork failed."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -473,9 +463,11 @@ class ForkExecutor(Executor):
                 f"when items were forked; fork with threads can deadlock — start threads and "
                 f"clients in run(), or use --concurrency 1"
             )
+        first = pending.pop(next(iter(pending)))
+        horizon = next(reversed(pending), -1) + 1  # numbers only grow
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
-        ctl_r, ctl_w = os.pipe() if self._batch > 1 else (None, None)
+        ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
         out, err = _capture_file(), _capture_file()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -488,7 +480,7 @@ class ForkExecutor(Executor):
         try:
             try:
                 pid = os.fork()
-            except OSError as exc:  # out of processes or memory: these items cannot start
+            except OSError as exc:  # out of processes or memory: this item cannot start
                 for fd in (rfd, wfd, ctl_r, ctl_w):
                     if fd is not None:
                         os.close(fd)
@@ -499,62 +491,75 @@ class ForkExecutor(Executor):
                     type="ForkFailed",
                     message=f"could not start the item's process: {exc}",
                 )
-                return [fault_record(task, error, 0.0, "crashed") for _, task in batch]
+                return fault_record(first[1], error, 0.0, "crashed")
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 os.close(rfd)
-                if ctl_w is not None:
-                    os.close(ctl_w)
-                _child_main(batch, wfd, ctl_r, out, err, parent, self.options.max_output_bytes)
+                # other workers see the end of their grants only once no process holds
+                # their control pipe open: not this one, either
+                for fd in [ctl_w, *(c.ctl for c in children.values())]:
+                    if fd is not None:
+                        os.close(fd)
+                _child_main(
+                    first, pending, wfd, ctl_r, out, err, parent, self.options.max_output_bytes
+                )
             os.close(wfd)
             if ctl_r is not None:
                 os.close(ctl_r)
             with contextlib.suppress(OSError):  # also here: the child may not have run yet
                 os.setpgid(pid, pid)
-            child = _Child(pid, batch, rfd, ctl_w, out, err, 0.0, None)
-            self._grant(child)
+            child = _Child(pid, None, horizon, rfd, ctl_w, out, err, 0.0, None)
+            self._start(child, first[1])
             children[pid] = child
             sel.register(rfd, selectors.EVENT_READ, child)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        return []
+        return None
 
-    def _grant(self, child: _Child) -> None:
-        """Start the child's current task: its clock, and for a worker, the go-ahead."""
+    def _start(self, child: _Child, task: ItemTask) -> None:
+        """The child's current task is now ``task``: its clock starts."""
+        child.task = task
         child.started = time.monotonic()
         timeout = self.options.timeout
         child.deadline = child.started + timeout if timeout else None
-        if child.ctl is not None:
-            with contextlib.suppress(OSError):  # the worker is gone; its exit says how
-                os.write(child.ctl, _GO)
 
-    def _end_batch(self, child: _Child) -> None:
-        """No more tasks for this worker: closing its control pipe lets it exit when idle."""
+    def _next(self, child: _Child, pending: _Pending, stop: StopState) -> None:
+        """The child sent its record: grant a worker the next task it holds, or end it."""
+        child.task = None
+        if child.ctl is not None and pending and not stop.requested:
+            number = next(iter(pending))  # the lowest: if the worker lacks it, all others
+            if number < child.horizon:
+                _, task = pending.pop(number)
+                self._start(child, task)
+                with contextlib.suppress(OSError):  # the worker is gone; its exit says how
+                    os.write(child.ctl, _GRANT.pack(number))
+                return
+        self._end(child)
+
+    def _end(self, child: _Child) -> None:
+        """No more tasks for this child: closing a worker's control pipe lets it exit."""
         if child.ctl is not None:
             with contextlib.suppress(OSError):
                 os.close(child.ctl)
             child.ctl = None
 
-    def _received(self, child: _Child, chunk: bytes, stop: StopState) -> list[_Line]:
+    def _received(
+        self, child: _Child, chunk: bytes, pending: _Pending, stop: StopState
+    ) -> list[_Line]:
         """Take the complete record lines out of what the child sent, granting its next
         task at once: the records are read afterwards, when every child has its next."""
         child.buffer += chunk
         lines: list[_Line] = []
-        while child.current is not None and (end := child.buffer.find(b"\n")) >= 0:
+        while child.task is not None and (end := child.buffer.find(b"\n")) >= 0:
             line = bytes(child.buffer[:end])
             del child.buffer[: end + 1]
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
             lines.append((child.task, line, time.monotonic() - child.started))
-            if child.ctl is not None and not stop.requested and child.untouched():
-                child.current += 1
-                self._grant(child)
-            else:
-                child.current = None
-                self._end_batch(child)
+            self._next(child, pending, stop)
         return lines
 
     def _supervise(self, child: _Child, now: float, stop_deadline: float | None) -> None:
-        if child.status is not None or child.current is None:
+        if child.status is not None or child.task is None:
             return
         if child.terminated_at is None:
             if child.deadline is not None and now >= child.deadline:
@@ -590,7 +595,9 @@ class ForkExecutor(Executor):
             if not hasattr(os, "waitid"):  # pragma: no cover - no peeking: sweep afterwards
                 _signal_item(child.pid, signal.SIGKILL, group_only=True)
 
-    def _drain(self, child: _Child, sel: selectors.BaseSelector, stop: StopState) -> list[_Line]:
+    def _drain(
+        self, child: _Child, sel: selectors.BaseSelector, pending: _Pending, stop: StopState
+    ) -> list[_Line]:
         """The child is gone: take the records it wrote before the pipe is closed."""
         records: list[_Line] = []
         while True:
@@ -600,38 +607,28 @@ class ForkExecutor(Executor):
                 break
             if not chunk:
                 break
-            records.extend(self._received(child, chunk, stop))
+            records.extend(self._received(child, chunk, pending, stop))
         child.eof = True
         with contextlib.suppress(KeyError, ValueError):
             sel.unregister(child.fd)
         return records
 
     def _close(self, child: _Child) -> None:
-        self._end_batch(child)
+        self._end(child)
         with contextlib.suppress(OSError):
             os.close(child.fd)
         for fh in (child.out, child.err):
             with contextlib.suppress(Exception):
                 fh.close()
 
-    def _finish(
-        self,
-        child: _Child,
-        ready: collections.deque[tuple[BaseEvaluator, ItemTask]],
-        stop: StopState,
-    ) -> list[ItemResult]:
-        """The child exited: a record for the task it was running, if it sent none; the
-        tasks of its batch it never started go to another worker (none once stopping)."""
+    def _finish(self, child: _Child) -> list[ItemResult]:
+        """The child exited: a record for the task it was running, if it sent none."""
         try:
-            if child.current is None:
-                return []
-            if not stop.requested:
-                ready.extend(child.tasks[child.current + 1 :])
-            return [self._fault(child)]
+            return [] if child.task is None else [self._fault(child, child.task)]
         finally:
             self._close(child)
 
-    def _fault(self, child: _Child) -> ItemResult:
+    def _fault(self, child: _Child, task: ItemTask) -> ItemResult:
         """The record of the task a child was running when it died or was stopped."""
         assert child.status is not None
         if child.timed_out:
@@ -658,7 +655,7 @@ class ForkExecutor(Executor):
                 )
             error = ErrorInfo(stage="executor", type=kind, message=message)
             status = "crashed"
-        record = fault_record(child.task, error, time.monotonic() - child.started, status)
+        record = fault_record(task, error, time.monotonic() - child.started, status)
         stdout, stderr = _read_capture(child.out.fileno()), _read_capture(child.err.fileno())
         if stdout or stderr:
             record = record.model_copy(update={"stdout": stdout, "stderr": stderr})
