@@ -1,4 +1,4 @@
-"""The fork-per-item supervisor (``--concurrency N``).
+"""The fork supervisor (``--concurrency N``): a process per item, or reused workers.
 
 The parent has already run ``set_up``; it forks one child per item, keeps at most N alive,
 and reads one JSON record per child from a pipe. Faults stay with their item:
