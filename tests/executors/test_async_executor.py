@@ -200,53 +200,25 @@ class Workers(BaseEvaluator):
 """
 
 
-def workers(cli: Any) -> dict[str, Any]:
-    cli.write("workers.py", WORKERS_EVALUATOR)
+def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
+    """Write the evaluator file and run it with ``--executor async`` and a JSON report."""
+    cli.write(name, source)
     result = cli.run(
-        "workers.py",
-        "--executor",
-        "async",
-        "-c",
-        "1",
-        "--timeout",
-        "0.5",
-        "--no-progress",
-        "--output-json",
-        "report.json",
+        name, "--executor", "async", "--no-progress", "--output-json", "report.json", *args
     )
     return {"cli": cli, "result": result}
+
+
+def workers(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "workers.py", WORKERS_EVALUATOR, "-c", "1", "--timeout", "0.5")
 
 
 def many(cli: Any) -> dict[str, Any]:
-    cli.write("many.py", MANY_EVALUATOR)
-    result = cli.run(
-        "many.py",
-        "--executor",
-        "async",
-        "-c",
-        "100",
-        "--no-progress",
-        "--output-json",
-        "report.json",
-    )
-    return {"cli": cli, "result": result}
+    return run_async(cli, "many.py", MANY_EVALUATOR, "-c", "100")
 
 
 def faulty(cli: Any) -> dict[str, Any]:
-    cli.write("faulty.py", FAULTY_EVALUATOR)
-    result = cli.run(
-        "faulty.py",
-        "--executor",
-        "async",
-        "-c",
-        "10",
-        "--timeout",
-        "0.5",
-        "--no-progress",
-        "--output-json",
-        "report.json",
-    )
-    return {"cli": cli, "result": result}
+    return run_async(cli, "faulty.py", FAULTY_EVALUATOR, "-c", "10", "--timeout", "0.5")
 
 
 def interrupted(cli: Any, sleep: float, *args: str) -> dict[str, Any]:
@@ -271,34 +243,11 @@ def interrupted(cli: Any, sleep: float, *args: str) -> dict[str, Any]:
 
 
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
-    cli.write("cancels.py", CANCELS_EVALUATOR)
-    result = cli.run(
-        "cancels.py",
-        "--executor",
-        "async",
-        "-c",
-        "20",
-        "--no-progress",
-        "--output-json",
-        "report.json",
-        *args,
-    )
-    return {"cli": cli, "result": result}
+    return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
 
 def loop_hooks(cli: Any) -> dict[str, Any]:
-    cli.write("hooks.py", LOOP_HOOKS_EVALUATOR)
-    result = cli.run(
-        "hooks.py",
-        "--executor",
-        "async",
-        "-c",
-        "3",
-        "--no-progress",
-        "--output-json",
-        "report.json",
-    )
-    return {"cli": cli, "result": result}
+    return run_async(cli, "hooks.py", LOOP_HOOKS_EVALUATOR, "-c", "3")
 
 
 def sync(cli: Any) -> dict[str, Any]:
