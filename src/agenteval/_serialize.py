@@ -43,7 +43,7 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out[k if isinstance(k, str) else str(k)] = to_jsonable(v, _depth + 1)
+            out[k if isinstance(k, str) else _key(k)] = to_jsonable(v, _depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v, _depth + 1) for v in value]
@@ -70,6 +70,14 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, PurePath):
         return str(value)
     return placeholder(value)
+
+
+def _key(key: object) -> str:
+    """A mapping key as a JSON object key (a broken ``__str__`` must not lose the item)."""
+    try:
+        return str(key)
+    except Exception:
+        return placeholder(key)["repr"]
 
 
 def json_size(value: Any) -> int:

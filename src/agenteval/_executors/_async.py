@@ -253,10 +253,10 @@ class _ItemLoop:
         self.loop.stop()
 
     def _spawn(self) -> None:
-        while len(self._running) < min(self.workers, len(self._running) + len(self._queue)):
+        for _ in range(min(self.workers - len(self._running), len(self._queue))):
             worker = self.loop.create_task(self._worker())
             self._running.add(worker)
-            worker.add_done_callback(self._running.discard)
+            worker.add_done_callback(self._running.discard)  # also when cancelled
 
     def _cancel(self, key: int) -> None:
         worker = self._current.get(key)
@@ -286,6 +286,11 @@ class _ItemLoop:
             self._current[key] = me
             try:
                 record = await self._one(key, evaluator, task)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # no record could be built: the item's error
+                duration = time.perf_counter() - self.started[key]
+                record = fault_record(task, error_info("run", exc), duration)
             finally:
                 del self._current[key]
             self.done.put((key, record))
@@ -294,6 +299,9 @@ class _ItemLoop:
                 self._running.discard(me)
                 self.loop.call_soon(self._spawn, context=fresh)
                 return
+        # leave the set now, not when the task's callbacks run: a wake-up scheduled before
+        # them must see the free slot
+        self._running.discard(me)
 
     async def _one(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
         started = self.started[key]
