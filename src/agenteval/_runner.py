@@ -403,8 +403,16 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
         yield
         return
     timer: list[threading.Timer] = []
+    ours = os.getpid()
 
     def handler(signum: int, _frame: Any) -> None:
+        if os.getpid() != ours:
+            # a process user code forked (a multiprocessing helper started in set_up, say)
+            # inherited this handler: the signal is not about the run; do what it would
+            # have done without us
+            signal.signal(signum, previous[signal.Signals(signum)])
+            os.kill(os.getpid(), signum)
+            return
         name = signal.Signals(signum).name
         if stop.requested is None:
             stop.requested = name

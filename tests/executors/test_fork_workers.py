@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_concurrency import intervals_of, max_overlap, read_spans, write_spans_evaluator
+
+from agenteval import BaseEvaluator
+from agenteval._executors._base import ExecutorOptions, StopState
+from agenteval._executors._fork import ForkExecutor
+from agenteval._item import ItemTask
+from agenteval._results import ItemResult
 
 WORKERS_EVALUATOR = """
 import os
@@ -221,3 +229,105 @@ def test_isolation_must_be_item_or_worker(cli: Any) -> None:
     result = cli.run("workers.py", "-c", "2", "--isolation", "thread")
     assert result.returncode == 2
     assert result.stderr == "agenteval: error: --isolation must be item or worker; got 'thread'\n"
+
+
+HELPER_EVALUATOR = """
+import multiprocessing
+import os
+import time
+
+from agenteval import BaseEvaluator
+
+
+def helper():
+    time.sleep(30)
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(20)]
+
+    def run(self, item):
+        if item["id"] == 0 and os.fork() == 0:
+            time.sleep(0.2)  # forked without exec: comes back into agenteval's code
+            return "from the forked copy"
+        time.sleep(0.01)
+        return "ok"
+
+    def evaluate(self, output, item):
+        assert output == "ok"
+
+
+class Second(BaseEvaluator):
+    def set_up(self):  # runs in the parent while First's workers are alive
+        self.helper = multiprocessing.get_context("fork").Process(target=helper, daemon=True)
+        self.helper.start()
+
+    def get_dataset(self):
+        return [{"id": n} for n in range(5)]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        assert output == "ok"
+"""
+
+
+def test_workers_end_even_when_other_processes_hold_their_pipes(cli: Any) -> None:
+    """A process forked in the parent (Second's helper) inherits the workers' control
+    pipes and agenteval's signal handlers; an item that forks without exec runs
+    agenteval's code in a copy. None of it may stall the run or add a record."""
+    cli.write("helpers.py", HELPER_EVALUATOR)
+    result = cli.run(
+        "helpers.py", "-c", "4", "--isolation", "worker", "--no-progress", "--output-json", "r.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.elapsed < 8  # the helper sleeps 30 s; it is stopped when the CLI exits
+    assert "no new items start" not in result.stdout + result.stderr  # not our signal
+    report = cli.json("r.json")
+    assert [e["summary"]["passed"] for e in report["evaluators"]] == [20, 5]
+    assert len(cli.records()) == 25
+
+
+class DiesBetweenItems(BaseEvaluator):
+    """Item 0 leaves a thread behind that kills its worker once the item has reported."""
+
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: dict[str, Any]) -> str:
+        with open(item["log"], "a", encoding="utf-8") as fh:
+            fh.write(f"{item['n']}\n")
+        if item["n"] == 0:
+
+            def die() -> None:
+                time.sleep(0.05)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            threading.Thread(target=die, daemon=True).start()
+        return "ok"
+
+    def evaluate(self, output: str, item: dict[str, Any]) -> None:
+        pass
+
+
+def test_a_worker_that_dies_between_items_costs_no_item(tmp_path: Path) -> None:
+    """The task granted to a worker that died before starting it goes to another worker
+    instead of being recorded as crashed."""
+    log = tmp_path / "starts.log"
+    evaluator = DiesBetweenItems()
+    tasks = iter(
+        [(evaluator, ItemTask("e.py::E", n, n, {"n": n, "log": str(log)})) for n in range(6)]
+    )
+    records: list[ItemResult] = []
+
+    def on_result(*finished: ItemResult) -> None:
+        records.extend(finished)
+        if len(records) == 1:
+            time.sleep(0.4)  # the parent is busy while the worker dies idle
+
+    options = ExecutorOptions(concurrency=2, isolation="worker")
+    ForkExecutor(options).run(tasks, on_result, StopState())
+    assert sorted((r.index, r.status) for r in records) == [(n, "passed") for n in range(6)]
+    assert sorted(int(n) for n in log.read_text().split()) == list(range(6))

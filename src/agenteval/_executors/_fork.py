@@ -71,6 +71,12 @@ _AHEAD = 32
 runs before the tasks it holds run out and a new worker takes over."""
 
 _GRANT = struct.Struct("<Q")
+_END = 2**64 - 1
+"""Granted instead of a task number: no more tasks, exit. (Closing the pipe says the same,
+but only once no other process holds it open, and a subprocess of the parent may.)"""
+
+_ACK = b"+"
+"""The line a worker sends when it starts a granted task."""
 
 _BACKSTOP = KILL_GRACE
 """Seconds beyond the grace period before the signal handler stops the run at once: time
@@ -91,6 +97,8 @@ class _Child:
     started: float  # when its current task started
     deadline: float | None
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
+    granted: tuple[int, BaseEvaluator, ItemTask] | None = None  # sent, not yet acknowledged
+    ended_at: float | None = None  # told to exit
     eof: bool = False
     status: int | None = None
     terminated_at: float | None = None
@@ -223,6 +231,7 @@ def _child_main(
             if grant is None:
                 break  # no more items for this process
             evaluator, task = held[grant]
+            os.write(wfd, _ACK + b"\n")
     except BaseException:
         code = 71
     finally:
@@ -230,7 +239,7 @@ def _child_main(
 
 
 def _read_grant(ctl: int) -> int | None:
-    """The number of the task granted next, or None once the parent closed the pipe."""
+    """The number of the task granted next, or None: no more (``_END`` or a closed pipe)."""
     data = b""
     while len(data) < _GRANT.size:
         chunk = os.read(ctl, _GRANT.size - len(data))
@@ -238,7 +247,7 @@ def _read_grant(ctl: int) -> int | None:
             return None
         data += chunk
     number: int = _GRANT.unpack(data)[0]
-    return number
+    return None if number == _END else number
 
 
 def _run_one(
@@ -250,10 +259,13 @@ def _run_one(
     max_output_bytes: int | None,
 ) -> None:
     """Run one item in the child and send its record, with what it printed, as a line."""
+    me = os.getpid()
     try:
         record = execute_item(evaluator, task, max_output_bytes=max_output_bytes)
     except BaseException as exc:  # HardStop cannot reach a child; be total anyway
         record = fault_record(task, error_info("run", exc), 0.0)
+    if os.getpid() != me:  # a process the item forked without exec came back here
+        os._exit(0)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -312,13 +324,21 @@ def _parse(lines: list[_Line]) -> list[ItemResult]:
     records = []
     for task, line, duration in lines:
         try:
-            records.append(ItemResult.model_validate_json(line))
+            record = ItemResult.model_validate_json(line)
+            problem = None
+            if (record.evaluator, record.index, record.repeat) != (
+                task.evaluator_id,
+                task.index,
+                task.repeat,
+            ):
+                problem = "the item's process sent the record of another item (did the item "
+                problem += "fork without exec?)"
         except ValueError as exc:
-            error = ErrorInfo(
-                stage="executor",
-                type="BadRecord",
-                message=f"the item's process sent a record that could not be read: {exc}",
-            )
+            problem = f"the item's process sent a record that could not be read: {exc}"
+        if problem is None:
+            records.append(record)
+        else:
+            error = ErrorInfo(stage="executor", type="BadRecord", message=problem)
             records.append(fault_record(task, error, duration, "crashed"))
     return records
 
@@ -382,36 +402,14 @@ class ForkExecutor(Executor):
                     return
                 lines: list[_Line] = []
                 finished: list[ItemResult] = []
-                wait: float = _POLL
-                # read (and grant) while more is ready; record afterwards
-                while ready := sel.select(wait):
-                    wait = 0
-                    for key, _ in ready:
-                        child = key.data
-                        try:
-                            chunk = os.read(child.fd, 1 << 16)
-                        except BlockingIOError:
-                            continue
-                        except OSError:
-                            chunk = b""
-                        if chunk:
-                            lines.extend(self._received(child, chunk, pending, stop))
-                        else:
-                            child.eof = True
-                            sel.unregister(child.fd)
-                now = time.monotonic()
-                exited = _any_exited()
-                for child in list(children.values()):
-                    self._supervise(child, now, stop_deadline)
-                    if child.status is None and (exited or child.eof or child.killed):
-                        self._reap(child)
-                    if child.status is not None and not child.eof:
-                        lines.extend(self._drain(child, sel, pending, stop))
-                    if child.status is not None and child.eof:
-                        del children[child.pid]
-                        finished.extend(self._finish(child))
-                if lines or finished:
+                try:
+                    self._collect(children, sel, pending, stop, stop_deadline, lines, finished)
+                    records = [*_parse(lines), *finished]
+                except HardStop:  # what was already taken in is recorded first
                     on_result(*_parse(lines), *finished)
+                    raise
+                if records:
+                    on_result(*records)
         except HardStop:
             self._cancel_all(children, sel, on_result)
             raise
@@ -423,6 +421,47 @@ class ForkExecutor(Executor):
                         os.waitpid(child.pid, 0)
                 self._close(child)
             sel.close()
+
+    def _collect(
+        self,
+        children: dict[int, _Child],
+        sel: selectors.BaseSelector,
+        pending: _Pending,
+        stop: StopState,
+        stop_deadline: float | None,
+        lines: list[_Line],
+        finished: list[ItemResult],
+    ) -> None:
+        """Read what children sent (granting the next tasks at once) while more is ready,
+        then supervise them: timeouts, the grace period, exits. Appends to ``lines`` and
+        ``finished``, so that a second interrupt meanwhile loses none of it."""
+        wait: float = _POLL
+        while ready := sel.select(wait):
+            wait = 0
+            for key, _ in ready:
+                child = key.data
+                try:
+                    chunk = os.read(child.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    lines.extend(self._received(child, chunk, pending, stop))
+                else:
+                    child.eof = True
+                    sel.unregister(child.fd)
+        now = time.monotonic()
+        exited = _any_exited()
+        for child in list(children.values()):
+            self._supervise(child, now, stop_deadline)
+            if child.status is None and (exited or child.eof or child.killed):
+                self._reap(child)
+            if child.status is not None and not child.eof:
+                lines.extend(self._drain(child, sel, {}, stop))  # nothing more for the dead
+            if child.status is not None and child.eof:
+                del children[child.pid]
+                finished.extend(self._finish(child, pending, stop))
 
     def _cancel_all(
         self, children: dict[int, _Child], sel: selectors.BaseSelector, on_result: OnResult
@@ -441,14 +480,14 @@ class ForkExecutor(Executor):
                     _, child.status = os.waitpid(child.pid, 0)
                 except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored)
                     child.status, child.lost = 0, True
-                # exited by itself before the kill: its records are whole, else cut off
-                if child.lost or not os.WIFEXITED(child.status):
-                    child.killed = True
-                    child.cancelled = not child.timed_out
-                    child.stopped = True
-            lines = self._drain(child, sel, {}, stop)
+            lines = self._drain(child, sel, {}, stop)  # the records it sent are kept
+            # exited by itself before the kill: its fault is its own, else it was cut off
+            if child.task is not None and (child.lost or not os.WIFEXITED(child.status)):
+                child.killed = True
+                child.cancelled = not child.timed_out
+                child.stopped = True
             del children[child.pid]
-            on_result(*_parse(lines), *self._finish(child))
+            on_result(*_parse(lines), *self._finish(child, {}, stop))
 
     def _spawn(
         self, pending: _Pending, children: dict[int, _Child], sel: selectors.BaseSelector
@@ -518,6 +557,7 @@ class ForkExecutor(Executor):
     def _start(self, child: _Child, task: ItemTask) -> None:
         """The child's current task is now ``task``: its clock starts."""
         child.task = task
+        child.granted = None
         child.started = time.monotonic()
         timeout = self.options.timeout
         child.deadline = child.started + timeout if timeout else None
@@ -528,19 +568,23 @@ class ForkExecutor(Executor):
         if child.ctl is not None and pending and not stop.requested:
             number = next(iter(pending))  # the lowest: if the worker lacks it, all others
             if number < child.horizon:
-                _, task = pending.pop(number)
+                evaluator, task = pending.pop(number)
                 self._start(child, task)
+                child.granted = (number, evaluator, task)  # started once acknowledged
                 with contextlib.suppress(OSError):  # the worker is gone; its exit says how
                     os.write(child.ctl, _GRANT.pack(number))
                 return
         self._end(child)
 
     def _end(self, child: _Child) -> None:
-        """No more tasks for this child: closing a worker's control pipe lets it exit."""
+        """No more tasks for this child: a worker is told to exit."""
         if child.ctl is not None:
+            with contextlib.suppress(OSError):
+                os.write(child.ctl, _GRANT.pack(_END))
             with contextlib.suppress(OSError):
                 os.close(child.ctl)
             child.ctl = None
+            child.ended_at = time.monotonic()
 
     def _received(
         self, child: _Child, chunk: bytes, pending: _Pending, stop: StopState
@@ -552,6 +596,9 @@ class ForkExecutor(Executor):
         while child.task is not None and (end := child.buffer.find(b"\n")) >= 0:
             line = bytes(child.buffer[:end])
             del child.buffer[: end + 1]
+            if line == _ACK:
+                child.granted = None  # the worker started its granted task
+                continue
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
             lines.append((child.task, line, time.monotonic() - child.started))
@@ -559,7 +606,13 @@ class ForkExecutor(Executor):
         return lines
 
     def _supervise(self, child: _Child, now: float, stop_deadline: float | None) -> None:
-        if child.status is not None or child.task is None:
+        if child.status is not None:
+            return
+        if child.task is None:  # told to exit: nothing of an item is lost by a kill now
+            lingers = child.ended_at is not None and now - child.ended_at >= KILL_GRACE
+            if lingers and not child.killed:
+                child.killed = True
+                _signal_item(child.pid, signal.SIGKILL)
             return
         if child.terminated_at is None:
             if child.deadline is not None and now >= child.deadline:
@@ -621,10 +674,21 @@ class ForkExecutor(Executor):
             with contextlib.suppress(Exception):
                 fh.close()
 
-    def _finish(self, child: _Child) -> list[ItemResult]:
-        """The child exited: a record for the task it was running, if it sent none."""
+    def _finish(self, child: _Child, pending: _Pending, stop: StopState) -> list[ItemResult]:
+        """The child exited: a record for the task it was running, if it sent none. A task
+        granted to a worker that died before starting it goes back to the others."""
         try:
-            return [] if child.task is None else [self._fault(child, child.task)]
+            if child.task is None:
+                return []
+            if child.granted is not None and not (child.timed_out or child.cancelled):
+                number, evaluator, task = child.granted
+                if not stop.requested:  # once stopping, it stays unrecorded like the rest
+                    rest = list(pending.items())
+                    pending.clear()
+                    pending[number] = (evaluator, task)  # first again: numbers stay in order
+                    pending.update(rest)
+                return []
+            return [self._fault(child, child.task)]
         finally:
             self._close(child)
 
