@@ -62,7 +62,8 @@ class ExecutorOptions:
 
 
 class Executor:
-    """Runs tasks and calls ``on_result`` once per task that reached a terminal status.
+    """Runs tasks and hands ``on_result`` the record of each task that reached a terminal
+    status, exactly once (several records in one call when they finished together).
 
     Executors never decide outcomes themselves except for faults only they can see
     (``timeout``, ``crashed``, ``cancelled``); everything else comes from

@@ -1,7 +1,8 @@
 """The fork supervisor (``--concurrency N``): a process per item, or reused workers.
 
-The parent has already run ``set_up``; it forks one child per item, keeps at most N alive,
-and reads one JSON record per child from a pipe. Faults stay with their item:
+The parent runs each evaluator's ``set_up`` before it forks any child for that evaluator's
+items; it forks one child per item, keeps at most N alive, and reads one JSON record per
+child from a pipe. Faults stay with their item:
 
 * a child that exits without a record, or is killed by a signal → ``crashed``;
 * a child past ``--timeout`` → SIGTERM, then SIGKILL after a short grace → ``timeout``;
