@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agenteval import BaseEvaluator
-from agenteval._executors._base import ExecutorOptions, StopState
+from agenteval._executors._base import ExecutorOptions, Isolation, StopState
 from agenteval._executors._fork import ForkExecutor
 from agenteval._item import ItemTask
 from agenteval._results import ItemResult
@@ -26,11 +26,11 @@ class Echo(BaseEvaluator):
         pass
 
 
-def run_items(count: int) -> list[ItemResult]:
+def run_items(count: int, isolation: Isolation = "item") -> list[ItemResult]:
     evaluator = Echo()
     tasks = iter([(evaluator, ItemTask("echo.py::Echo", n, n, {"n": n})) for n in range(count)])
     results: list[ItemResult] = []
-    ForkExecutor(ExecutorOptions(concurrency=2)).run(
+    ForkExecutor(ExecutorOptions(concurrency=2, isolation=isolation)).run(
         tasks, lambda *records: results.extend(records), StopState()
     )
     return sorted(results, key=lambda r: r.index)
@@ -66,6 +66,25 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
         "ForkFailed",
         "could not start the item's process: [Errno 11] Resource temporarily unavailable",
     )
+
+
+def test_fork_failure_leaves_the_items_to_the_workers_alive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With --isolation worker, a fork that fails while a worker is alive costs no item:
+    the worker takes them (and the fork is tried again when a slot frees up)."""
+    real_fork = os.fork
+    calls: list[int] = []
+
+    def fails_after_first() -> int:
+        calls.append(len(calls))
+        if len(calls) > 1:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fails_after_first)
+    results = run_items(6, isolation="worker")
+    assert [(r.id, r.status) for r in results] == [(n, "passed") for n in range(6)]
 
 
 def test_fork_supervisor_sets_a_backstop_beyond_the_grace_period() -> None:

@@ -344,6 +344,21 @@ def _parse(lines: list[_Line]) -> list[ItemResult]:
     return records
 
 
+def _put_back(pending: _Pending, number: int, task: tuple[BaseEvaluator, ItemTask]) -> None:
+    """Return a task that never started to the front of ``pending`` (numbers stay in order)."""
+    rest = list(pending.items())
+    pending.clear()
+    pending[number] = task
+    pending.update(rest)
+
+
+class _Wait:
+    """What ``_spawn`` returns when a fork failed but live workers can take the task."""
+
+
+_WAIT = _Wait()
+
+
 def _other_threads() -> list[threading.Thread]:
     """Threads besides this one that could hold a lock at fork time.
 
@@ -396,6 +411,8 @@ class ForkExecutor(Executor):
                     if not pending:
                         break
                     failed = self._spawn(pending, children, sel)
+                    if isinstance(failed, _Wait):
+                        break  # workers alive will take the items; try forking again later
                     if failed is not None:
                         on_result(failed)
                 # once stopping, tasks no child started stay unrecorded: resume runs them
@@ -492,9 +509,10 @@ class ForkExecutor(Executor):
 
     def _spawn(
         self, pending: _Pending, children: dict[int, _Child], sel: selectors.BaseSelector
-    ) -> ItemResult | None:
+    ) -> ItemResult | _Wait | None:
         """Fork a child for the first pending task (a worker holds all pending ones) and
-        register it; a record only when the fork failed."""
+        register it. When the fork fails: the task's record, or ``_WAIT`` where live
+        workers can take the task instead."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -503,7 +521,8 @@ class ForkExecutor(Executor):
                 f"when items were forked; fork with threads can deadlock — start threads and "
                 f"clients in run(), or use --concurrency 1"
             )
-        first = pending.pop(next(iter(pending)))
+        next_number = next(iter(pending))
+        first = pending.pop(next_number)
         horizon = next(reversed(pending), -1) + 1  # numbers only grow
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
@@ -526,6 +545,9 @@ class ForkExecutor(Executor):
                         os.close(fd)
                 out.close()
                 err.close()
+                if self._workers and children:
+                    _put_back(pending, next_number, first)
+                    return _WAIT
                 error = ErrorInfo(
                     stage="executor",
                     type="ForkFailed",
@@ -684,10 +706,7 @@ class ForkExecutor(Executor):
             if child.granted is not None and not (child.timed_out or child.cancelled):
                 number, evaluator, task = child.granted
                 if not stop.requested:  # once stopping, it stays unrecorded like the rest
-                    rest = list(pending.items())
-                    pending.clear()
-                    pending[number] = (evaluator, task)  # first again: numbers stay in order
-                    pending.update(rest)
+                    _put_back(pending, number, (evaluator, task))
                 return []
             return [self._fault(child, child.task)]
         finally:
