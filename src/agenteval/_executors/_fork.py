@@ -90,6 +90,7 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 class _Child:
     pid: int
     task: ItemTask | None  # the task it runs now; None once it may only exit
+    number: int  # the current task's number
     horizon: int  # a worker holds the tasks numbered below this
     fd: int
     ctl: int | None  # a worker's control pipe: each task number sent there is granted
@@ -111,7 +112,7 @@ class _Child:
 
 
 _Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
-"""Tasks pulled and not started, by number, in order."""
+"""Tasks by number, in order."""
 
 
 _prctl: Any = None
@@ -382,6 +383,9 @@ class ForkExecutor(Executor):
         super().__init__(*args, **kwargs)
         self._warned_threads = False
         self._workers = self.options.isolation == "worker"
+        # every task pulled and not yet recorded: what a worker forked now holds (a task
+        # given back by a worker that died before starting it is among them, too)
+        self._held: _Pending = {}
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Fork, supervise and collect until every task is done or the run is stopped."""
@@ -405,7 +409,8 @@ class ForkExecutor(Executor):
                 while not stop.requested and len(children) < limit:
                     while not exhausted and len(pending) < ahead:
                         try:
-                            pending[next(numbers)] = next(tasks)
+                            number = next(numbers)
+                            pending[number] = self._held[number] = next(tasks)
                         except StopIteration:
                             exhausted = True
                     if not pending:
@@ -523,7 +528,7 @@ class ForkExecutor(Executor):
             )
         next_number = next(iter(pending))
         first = pending.pop(next_number)
-        horizon = next(reversed(pending), -1) + 1  # numbers only grow
+        horizon = next(reversed(self._held)) + 1  # numbers only grow
         rfd, wfd = os.pipe()
         os.set_blocking(rfd, False)
         ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
@@ -548,6 +553,7 @@ class ForkExecutor(Executor):
                 if self._workers and children:
                     _put_back(pending, next_number, first)
                     return _WAIT
+                del self._held[next_number]
                 error = ErrorInfo(
                     stage="executor",
                     type="ForkFailed",
@@ -562,24 +568,24 @@ class ForkExecutor(Executor):
                     if fd is not None:
                         os.close(fd)
                 _child_main(
-                    first, pending, wfd, ctl_r, out, err, parent, self.options.max_output_bytes
+                    first, self._held, wfd, ctl_r, out, err, parent, self.options.max_output_bytes
                 )
             os.close(wfd)
             if ctl_r is not None:
                 os.close(ctl_r)
             with contextlib.suppress(OSError):  # also here: the child may not have run yet
                 os.setpgid(pid, pid)
-            child = _Child(pid, None, horizon, rfd, ctl_w, out, err, 0.0, None)
-            self._start(child, first[1])
+            child = _Child(pid, None, next_number, horizon, rfd, ctl_w, out, err, 0.0, None)
+            self._start(child, next_number, first[1])
             children[pid] = child
             sel.register(rfd, selectors.EVENT_READ, child)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return None
 
-    def _start(self, child: _Child, task: ItemTask) -> None:
+    def _start(self, child: _Child, number: int, task: ItemTask) -> None:
         """The child's current task is now ``task``: its clock starts."""
-        child.task = task
+        child.task, child.number = task, number
         child.granted = None
         child.started = time.monotonic()
         timeout = self.options.timeout
@@ -592,7 +598,7 @@ class ForkExecutor(Executor):
             number = next(iter(pending))  # the lowest: if the worker lacks it, all others
             if number < child.horizon:
                 evaluator, task = pending.pop(number)
-                self._start(child, task)
+                self._start(child, number, task)
                 child.granted = (number, evaluator, task)  # started once acknowledged
                 with contextlib.suppress(OSError):  # the worker is gone; its exit says how
                     os.write(child.ctl, _GRANT.pack(number))
@@ -625,6 +631,7 @@ class ForkExecutor(Executor):
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
             lines.append((child.task, line, time.monotonic() - child.started))
+            del self._held[child.number]
             self._next(child, pending, stop)
         return lines
 
@@ -708,6 +715,7 @@ class ForkExecutor(Executor):
                 if not stop.requested:  # once stopping, it stays unrecorded like the rest
                     _put_back(pending, number, (evaluator, task))
                 return []
+            del self._held[child.number]
             return [self._fault(child, child.task)]
         finally:
             self._close(child)
