@@ -467,6 +467,17 @@ def test_openai_model_fails_fast_on_insufficient_quota(
     assert len(fake_provider.requests) == 1
 
 
+def test_openai_model_fails_fast_on_payment_required(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.error(402, "Payment required"))
+    model = make()
+
+    with pytest.raises(ProviderQuotaError):
+        model.complete(HI)
+    assert len(fake_provider.requests) == 1
+
+
 def test_openai_model_acomplete_uses_the_async_client_and_retries(
     fake_provider: FakeProvider, make: MakeModel, waits: list[float]
 ) -> None:

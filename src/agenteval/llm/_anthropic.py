@@ -14,10 +14,11 @@ from ._retry import (
     Failure,
     RetryPolicy,
     acall_with_retries,
+    by_status,
     call_with_retries,
+    classify_sdk_error,
     one_line,
     parse_retry_after,
-    root_cause,
 )
 from ._structured import extract_json_object
 from ._types import ModelRequest, ModelResponse
@@ -282,21 +283,10 @@ def _to_response(message: AnthropicMessage, request: ModelRequest, retries: int)
 def classify_anthropic_error(exc: BaseException, timeout: float) -> Failure | None:
     """Whether an exception from the ``anthropic`` SDK is worth retrying, and how to report it."""
     import anthropic
-    import httpx2
 
     if isinstance(exc, _IncompleteStream):
         return Failure("transient", str(exc))
-    if isinstance(exc, anthropic.APIStatusError):
-        return _classify_status(exc)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return Failure("transient", f"timed out after {timeout:g}s")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return Failure("transient", f"connection error: {root_cause(exc)}")
-    if isinstance(exc, httpx2.TimeoutException):
-        return Failure("transient", f"timed out after {timeout:g}s while reading the stream")
-    if isinstance(exc, httpx2.TransportError):
-        return Failure("transient", f"connection error while reading the stream: {root_cause(exc)}")
-    return None
+    return classify_sdk_error(exc, anthropic, timeout, _classify_status, "the stream")
 
 
 def _classify_status(exc: anthropic.APIStatusError) -> Failure:
@@ -316,10 +306,4 @@ def _classify_status(exc: anthropic.APIStatusError) -> Failure:
         if error_type in ("authentication_error", "permission_error"):
             return Failure("auth", summary)
         return Failure("request", summary)
-    if status in (401, 403):
-        return Failure("auth", summary)
-    if status == 402:
-        return Failure("quota", summary)
-    if status in (408, 429) or status >= 500:
-        return Failure("transient", summary, retry_after)
-    return Failure("request", summary)
+    return by_status(status, summary, retry_after)

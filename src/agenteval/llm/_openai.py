@@ -19,10 +19,11 @@ from ._retry import (
     Failure,
     RetryPolicy,
     acall_with_retries,
+    by_status,
     call_with_retries,
+    classify_sdk_error,
     one_line,
     parse_retry_after,
-    root_cause,
 )
 from ._structured import extract_json_object, json_instruction
 from ._types import ModelRequest, ModelResponse
@@ -342,20 +343,9 @@ async def _acreate(
 
 def classify_openai_error(exc: BaseException, timeout: float) -> Failure | None:
     """Whether an exception from the ``openai`` SDK is worth retrying, and how to report it."""
-    import httpx2
     import openai
 
-    if isinstance(exc, openai.APIStatusError):
-        return _classify_status(exc)
-    if isinstance(exc, openai.APITimeoutError):
-        return Failure("transient", f"timed out after {timeout:g}s")
-    if isinstance(exc, openai.APIConnectionError):
-        return Failure("transient", f"connection error: {root_cause(exc)}")
-    if isinstance(exc, httpx2.TimeoutException):
-        return Failure("transient", f"timed out after {timeout:g}s while reading the response")
-    if isinstance(exc, httpx2.TransportError):
-        return Failure("transient", f"connection error: {root_cause(exc)}")
-    return None
+    return classify_sdk_error(exc, openai, timeout, _classify_status, "the response")
 
 
 def _classify_status(exc: openai.APIStatusError) -> Failure:
@@ -367,8 +357,4 @@ def _classify_status(exc: openai.APIStatusError) -> Failure:
     summary = f"HTTP {status} {label}: {message}"
     if exc.code in _QUOTA_CODES or exc.type in _QUOTA_CODES:
         return Failure("quota", summary)
-    if status in (401, 403):
-        return Failure("auth", summary)
-    if status in (408, 429) or status >= 500:
-        return Failure("transient", summary, parse_retry_after(exc.response.headers))
-    return Failure("request", summary)
+    return by_status(status, summary, parse_retry_after(exc.response.headers))

@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .._errors import (
     ProviderAuthError,
@@ -137,6 +137,42 @@ def root_cause(exc: BaseException) -> str:
     while exc.__cause__ is not None:
         exc = exc.__cause__
     return one_line(f"{type(exc).__name__}: {exc}", 160)
+
+
+def classify_sdk_error(
+    exc: BaseException,
+    sdk: Any,
+    timeout: float,
+    status: Callable[[Any], Failure],
+    reading: str,
+) -> Failure | None:
+    """The part of classifying that the ``anthropic`` and ``openai`` SDKs share: their
+    ``APIStatusError`` goes to ``status``; their timeouts and connection errors, and
+    httpx's while ``reading`` the body, are transient; anything else is not theirs."""
+    import httpx2
+
+    if isinstance(exc, sdk.APIStatusError):
+        return status(exc)
+    if isinstance(exc, sdk.APITimeoutError):
+        return Failure("transient", f"timed out after {timeout:g}s")
+    if isinstance(exc, sdk.APIConnectionError):
+        return Failure("transient", f"connection error: {root_cause(exc)}")
+    if isinstance(exc, httpx2.TimeoutException):
+        return Failure("transient", f"timed out after {timeout:g}s while reading {reading}")
+    if isinstance(exc, httpx2.TransportError):
+        return Failure("transient", f"connection error while reading {reading}: {root_cause(exc)}")
+    return None
+
+
+def by_status(status: int, summary: str, retry_after: float | None) -> Failure:
+    """The verdict an HTTP status alone gives, once provider-specific codes are ruled out."""
+    if status in (401, 403):
+        return Failure("auth", summary)
+    if status == 402:
+        return Failure("quota", summary)
+    if status in (408, 429) or status >= 500:
+        return Failure("transient", summary, retry_after)
+    return Failure("request", summary)
 
 
 @dataclass
