@@ -99,7 +99,7 @@ class _Child:
     started: float  # when its current task started
     deadline: float | None
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
-    started_task: bool = True  # False while a granted task awaits the worker's acknowledgement
+    acked: bool = True  # False while a granted task awaits the worker's acknowledgement
     ended_at: float | None = None  # told to exit
     eof: bool = False
     status: int | None = None
@@ -586,7 +586,7 @@ class ForkExecutor(Executor):
     def _start(self, child: _Child, number: int, task: ItemTask) -> None:
         """The child's current task is now ``task``: its clock starts."""
         child.task, child.number = task, number
-        child.started_task = True
+        child.acked = True
         child.started = time.monotonic()
         timeout = self.options.timeout
         child.deadline = child.started + timeout if timeout else None
@@ -599,7 +599,7 @@ class ForkExecutor(Executor):
             if number < child.horizon:
                 _, task = pending.pop(number)
                 self._start(child, number, task)
-                child.started_task = False  # until the worker acknowledges it
+                child.acked = False  # until the worker acknowledges it
                 with contextlib.suppress(OSError):  # the worker is gone; its exit says how
                     os.write(child.ctl, _GRANT.pack(number))
                 return
@@ -626,7 +626,7 @@ class ForkExecutor(Executor):
             line = bytes(child.buffer[:end])
             del child.buffer[: end + 1]
             if line == _ACK:
-                child.started_task = True
+                child.acked = True
                 continue
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
@@ -710,7 +710,7 @@ class ForkExecutor(Executor):
         try:
             if child.task is None:
                 return []
-            if not child.started_task and not (child.timed_out or child.cancelled):
+            if not child.acked and not (child.timed_out or child.cancelled):
                 if not stop.requested:  # once stopping, it stays unrecorded like the rest
                     _put_back(pending, child.number, self._held[child.number])
                 return []
