@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from ._context import current_item
-from ._results import AssertionRecord, AssertionResult
+from ._results import PASSED, AssertionRecord, AssertionResult
 from ._serialize import to_jsonable
 from ._usage import Usage
 from .assertions._base import Assertion
@@ -129,18 +129,35 @@ class BaseEvaluator:
                 "assert_that() can only be called while an item is being evaluated "
                 "(from evaluate() or run())"
             )
-        ctx.assertions.append(
-            AssertionRecord(
-                name=getattr(assertion, "name", type(assertion).__name__),
-                passed=result.passed,
-                soft=soft,
-                score=result.score,
-                message=result.message,
-                context=to_jsonable(result.context) if result.context else {},
-                file=_shown_path(frame.f_code.co_filename),
-                line=frame.f_lineno,
-            )
-        )
+        name = getattr(assertion, "name", type(assertion).__name__)
+        if result is not PASSED or type(name) is not str:
+            ctx.assertions.append(_new_record(name, result, soft, frame))
+            return
+        # a plain pass says nothing but where it happened: one record per call site
+        site = (frame.f_code, frame.f_lasti, name, soft)
+        record = _PASSES.get(site)
+        if record is None:
+            record = _new_record(name, result, soft, frame)
+            if len(_PASSES) < _MAX_PASSES:
+                _PASSES[site] = record
+        ctx.assertions.append(record)
+
+
+_PASSES: dict[tuple[Any, int, str, bool], AssertionRecord] = {}
+_MAX_PASSES = 10_000
+
+
+def _new_record(name: Any, result: AssertionResult, soft: bool, frame: Any) -> AssertionRecord:
+    return AssertionRecord(
+        name=name,
+        passed=result.passed,
+        soft=soft,
+        score=result.score,
+        message=result.message,
+        context=to_jsonable(result.context) if result.context else {},
+        file=_shown_path(frame.f_code.co_filename),
+        line=frame.f_lineno,
+    )
 
 
 _SHOWN: dict[str, str] = {}

@@ -20,6 +20,7 @@ from typing import Any
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
+    NO_ITEM_USAGE,
     AssertionRecord,
     ErrorInfo,
     ItemResult,
@@ -30,6 +31,7 @@ from ._results import (
     mean_score,
 )
 from ._serialize import json_size, to_jsonable
+from ._usage import ZERO_USAGE, Usage
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 
@@ -62,6 +64,14 @@ class _Outcome:
 _loop: asyncio.AbstractEventLoop | None = None
 
 
+_NEVER_AWAITABLE = frozenset({type(None), str, int, float, bool, dict, list})
+
+
+def _awaitable(value: Any) -> bool:
+    """``inspect.isawaitable``, without its checks for what ``run`` returns most."""
+    return type(value) not in _NEVER_AWAITABLE and inspect.isawaitable(value)
+
+
 def _drive(awaitable: Any) -> Any:
     """Run a coroutine from sync code on one event loop kept for this process."""
     global _loop
@@ -89,12 +99,12 @@ def execute_item(
     try:
         outcome.stage = "run"
         output = evaluator.run(task.input)
-        if inspect.isawaitable(output):
+        if _awaitable(output):
             output = _drive(output)
         outcome.output, outcome.has_output = output, True
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
-        if inspect.isawaitable(done):
+        if _awaitable(done):
             _drive(done)
         outcome.stage = None
     except HardStop:
@@ -116,12 +126,12 @@ async def aexecute_item(
     try:
         outcome.stage = "run"
         output = evaluator.run(task.input)
-        if inspect.isawaitable(output):
+        if _awaitable(output):
             output = await output
         outcome.output, outcome.has_output = output, True
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
-        if inspect.isawaitable(done):
+        if _awaitable(done):
             await done
         outcome.stage = None
     except (HardStop, asyncio.CancelledError):
@@ -133,6 +143,9 @@ async def aexecute_item(
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
+_SERIALIZER = ItemResult.__pydantic_serializer__
+
+
 def record_json(record: ItemResult) -> str:
     """The record as JSON, never failing on text UTF-8 cannot hold.
 
@@ -140,7 +153,8 @@ def record_json(record: ItemResult) -> str:
     they become U+FFFD rather than costing the item its record.
     """
     try:
-        return record.model_dump_json()
+        # what model_dump_json() does, without its keyword handling (this is per item)
+        return _SERIALIZER.to_json(record).decode()
     except ValueError:  # PydanticSerializationError
         scrubbed = _scrub(record.model_dump(mode="python"))
         return ItemResult.model_validate(scrubbed).model_dump_json()
@@ -283,14 +297,20 @@ def build_record(
         error=error,
         stdout="",
         stderr="",
-        usage=ItemUsage(
-            agent=agent_usage,
-            judge=ctx.judge_usage,
-            judge_calls=ctx.judge_calls,
-            cached_calls=ctx.cached_calls,
-            retries=ctx.retries,
-            judge_by_model=ctx.judge_by_model,
-        ),
+        usage=_usage(ctx, agent_usage),
+    )
+
+
+def _usage(ctx: ItemContext, agent: Usage) -> ItemUsage:
+    if agent is ZERO_USAGE and not ctx.judge_calls:  # judge usage comes with its calls
+        return NO_ITEM_USAGE
+    return ItemUsage(
+        agent=agent,
+        judge=ctx.judge_usage,
+        judge_calls=ctx.judge_calls,
+        cached_calls=ctx.cached_calls,
+        retries=ctx.retries,
+        judge_by_model=ctx.judge_by_model,
     )
 
 

@@ -59,7 +59,7 @@ class AssertionResult(BaseModel):
     ) -> AssertionResult:
         """A passing result (``pass`` is a keyword in Python, hence the underscore)."""
         if score == 1.0 and not message and not context and cls is AssertionResult:
-            return _PASSED  # frozen, so one shared instance serves the common case
+            return PASSED  # frozen, so one shared instance serves the common case
         return cls(passed=True, score=score, message=message, context=context or {})
 
     @classmethod
@@ -70,11 +70,18 @@ class AssertionResult(BaseModel):
         return cls(passed=False, score=score, message=message, context=context or {})
 
 
-_PASSED = AssertionResult(passed=True, score=1.0)
+PASSED = AssertionResult(passed=True, score=1.0)
+"""What ``AssertionResult.pass_()`` returns: records of it are shared by call site."""
 
 
 class AssertionRecord(BaseModel):
-    """An :class:`AssertionResult` as recorded for an item, with where it was asserted."""
+    """An :class:`AssertionResult` as recorded for an item, with where it was asserted.
+
+    Frozen: a plain pass is recorded once per call site and shared by every item that
+    passed there.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     name: str
     passed: bool
@@ -98,7 +105,12 @@ class ErrorInfo(BaseModel):
 
 
 class ItemUsage(BaseModel):
-    """Tokens an item spent, split into the agent under test and the judges grading it."""
+    """Tokens an item spent, split into the agent under test and the judges grading it.
+
+    Frozen, like :class:`~agenteval.trajectory.Usage`: items that spent nothing share one instance.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     agent: Usage = Field(default_factory=Usage)
     judge: Usage = Field(default_factory=Usage)
@@ -106,6 +118,10 @@ class ItemUsage(BaseModel):
     cached_calls: int = 0
     retries: int = 0
     judge_by_model: dict[str, Usage] = Field(default_factory=dict)
+
+
+NO_ITEM_USAGE = ItemUsage()
+"""No tokens, no calls: the usage of most items, shared."""
 
 
 class ItemResult(BaseModel):
@@ -391,7 +407,7 @@ class SummaryBuilder:
         if notable:
             self._notable.append(item)
         u = item.usage
-        if u.judge_calls or u.agent or u.judge or u.retries:
+        if u is not NO_ITEM_USAGE and (u.judge_calls or u.agent or u.judge or u.retries):
             for acc, usage in ((self._agent, u.agent), (self._judge, u.judge)):
                 acc[0] += usage.input_tokens
                 acc[1] += usage.output_tokens

@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 _REPR_LIMIT = 200
+_PLAIN = frozenset({str, int, bool, type(None)})
+"""Types that are JSON as they are (checked inline: most item values are these)."""
 
 
 def placeholder(value: object) -> dict[str, str]:
@@ -43,10 +45,12 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out[k if isinstance(k, str) else _key(k)] = to_jsonable(v, _depth + 1)
+            out[k if isinstance(k, str) else _key(k)] = (
+                v if type(v) in _PLAIN else to_jsonable(v, _depth + 1)
+            )
         return out
     if isinstance(value, (list, tuple)):
-        return [to_jsonable(v, _depth + 1) for v in value]
+        return [v if type(v) in _PLAIN else to_jsonable(v, _depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
         items = [to_jsonable(v, _depth + 1) for v in value]
         try:

@@ -1,0 +1,90 @@
+"""Records built for items: what is shared between items, and what must never be."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from agenteval import BaseEvaluator
+from agenteval._item import ItemTask, execute_item, record_json
+from agenteval._results import NO_ITEM_USAGE, ItemResult
+from agenteval._serialize import to_jsonable
+from agenteval.assertions import StringContains
+from agenteval.trajectory import Usage
+
+
+class Checks(BaseEvaluator):
+    """Two call sites of one assertion, a soft twin of the first, and a usage report."""
+
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        if item.get("tokens"):
+            self.report_usage(Usage(input_tokens=item["tokens"]))
+        return item["text"]
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        self.assert_that(StringContains("order"), output)
+        self.assert_that(StringContains("order"), output)
+        self.assert_that(StringContains("order"), output, soft=True)
+
+
+def run(item: dict[str, Any], index: int = 0) -> ItemResult:
+    return execute_item(Checks(), ItemTask("e.py::Checks", index, index, item))
+
+
+def test_passes_at_one_call_site_share_one_record_that_says_where() -> None:
+    first, second = run({"text": "my order"}), run({"text": "your order"}, 1)
+    assert [a is b for a, b in zip(first.assertions, second.assertions, strict=True)] == [True] * 3
+    a, b, soft = first.assertions
+    assert a is not b and a.line is not None and b.line == a.line + 1
+    assert a.file is not None and a.file.endswith("test_item_records.py")
+    assert (a.soft, soft.soft, soft.line) == (False, True, a.line + 2)
+    # the shared records still serialize per item, with the item's own fields around them
+    assert '"id":1' in record_json(second) and f'"line":{a.line}' in record_json(second)
+
+
+def test_failures_are_recorded_afresh_for_each_item() -> None:
+    first, second = run({"text": "no"}), run({"text": "nope"}, 1)
+    assert first.status == second.status == "failed"
+    assert first.assertions[0] is not second.assertions[0]
+    assert "'no'" in first.assertions[0].message and "'nope'" in second.assertions[0].message
+
+
+def test_shared_records_cannot_be_changed_through_one_item() -> None:
+    record = run({"text": "my order"}).assertions[0]
+    with pytest.raises(ValidationError):
+        record.passed = False  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        NO_ITEM_USAGE.judge_calls = 3  # type: ignore[misc]
+
+
+def test_an_item_that_spent_nothing_has_the_empty_usage_others_their_own() -> None:
+    assert run({"text": "order"}).usage == NO_ITEM_USAGE
+    spent = run({"text": "order", "tokens": 7}).usage
+    assert spent.agent.input_tokens == 7 and spent is not NO_ITEM_USAGE
+
+
+class Text(str):
+    pass
+
+
+def test_flat_values_are_copied_as_they_are_and_the_rest_still_converted() -> None:
+    value = {
+        "a": 1,
+        "b": "x",
+        "c": None,
+        "d": True,
+        "e": math.nan,
+        "f": (1, math.inf),
+        "g": Text("t"),
+    }
+    out = to_jsonable(value)
+    assert {k: out[k] for k in "abcdg"} == {"a": 1, "b": "x", "c": None, "d": True, "g": "t"}
+    assert out["e"]["unserializable"] == "builtins.float"
+    assert out["f"][0] == 1 and out["f"][1]["unserializable"] == "builtins.float"
+    assert out is not value and to_jsonable([1, "x", [math.nan]])[2][0]["repr"] == "nan"
