@@ -98,11 +98,14 @@ class _Drivers:
         return [f"{e} ({n} times)" if n > 1 else e for e, n in self._errors.items()]
 
     def call(self, hook: str, *args: Any) -> None:
-        self.call_some(hook, lambda _driver: True, *args)
+        self.call_some(hook, None, *args)
 
-    def call_some(self, hook: str, which: Callable[[OutputDriver], bool], *args: Any) -> None:
+    def call_some(
+        self, hook: str, which: Callable[[OutputDriver], bool] | None, *args: Any
+    ) -> None:
+        """Call ``hook`` on the drivers ``which`` picks (None: all), keeping their failures."""
         for driver in self.drivers:
-            if not which(driver):
+            if which is not None and not which(driver):
                 continue
             try:
                 getattr(driver, hook)(*args)
@@ -298,6 +301,7 @@ class _Run:
             "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
         )
         index = 0
+        spec_id, previous = state.spec.id, self.previous
         while not self.stop.requested:
             try:
                 item = next(iterator)
@@ -313,11 +317,11 @@ class _Run:
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)
                 break
-            task = ItemTask(state.spec.id, index, item_id, item)
+            task = ItemTask(spec_id, index, item_id, item)
             index += 1
-            previous = self.previous.get((state.spec.id, str(item_id), 0))
-            if previous is not None:
-                done, offset, length = previous
+            kept = previous.get((spec_id, str(item_id), 0)) if previous else None
+            if kept is not None:
+                done, offset, length = kept
                 state.builder.add(done, at=(offset, length))
                 self.drivers.call("item_finished", done)
                 continue
