@@ -58,6 +58,7 @@ from .._item import (
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import Executor, OnResult, StopState, TaskSource
+from ._hugepages import HeapCollapse
 
 KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL for a timed-out child."""
@@ -84,6 +85,10 @@ _BACKSTOP = KILL_GRACE
 for this executor to kill the remaining children and record them as ``cancelled``."""
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+_COLLAPSE_AFTER = 64
+"""Forks after which the parent's memory is backed by huge pages (see _hugepages): by then
+the forks have cost about what collapsing costs, whatever the parent's size."""
 
 
 @dataclass
@@ -386,6 +391,10 @@ class ForkExecutor(Executor):
         # every task pulled and not yet recorded: what a worker forked now holds (a task
         # given back by a worker that died before starting it is among them, too)
         self._held: _Pending = {}
+        self._forks = 0
+        # a worker is forked once per slot, not per item: no forks to make cheaper
+        self._collapse = HeapCollapse()
+        self._collapse.done |= self._workers
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Fork, supervise and collect until every task is done or the run is stopped."""
@@ -420,6 +429,8 @@ class ForkExecutor(Executor):
                         break  # workers alive will take the items; try forking again later
                     if failed is not None:
                         on_result(failed)
+                if self._forks >= _COLLAPSE_AFTER and not (self._collapse.done or stop.requested):
+                    self._collapse.step()  # a slice: supervision goes on meanwhile
                 # once stopping, tasks no child started stay unrecorded: resume runs them
                 if not children and (stop.requested or (exhausted and not pending)):
                     return
@@ -570,6 +581,7 @@ class ForkExecutor(Executor):
                 _child_main(
                     first, self._held, wfd, ctl_r, out, err, parent, self.options.max_output_bytes
                 )
+            self._forks += 1
             os.close(wfd)
             if ctl_r is not None:
                 os.close(ctl_r)
