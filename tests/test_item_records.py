@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,10 @@ from agenteval import BaseEvaluator
 from agenteval._item import ItemTask, execute_item, record_json
 from agenteval._results import NO_ITEM_USAGE, ItemResult
 from agenteval._serialize import to_jsonable
+from agenteval.agents import ToolAgent
 from agenteval.assertions import StringContains
+from agenteval.llm import ModelResponse
+from agenteval.testing import ScriptedModel
 from agenteval.trajectory import Usage
 
 
@@ -67,6 +72,55 @@ def test_an_item_that_spent_nothing_has_the_empty_usage_others_their_own() -> No
     assert run({"text": "order"}).usage == NO_ITEM_USAGE
     spent = run({"text": "order", "tokens": 7}).usage
     assert spent.agent.input_tokens == 7 and spent is not NO_ITEM_USAGE
+
+
+class Chatting(BaseEvaluator):
+    """An agent whose model needed retries but reported no tokens, and no judge."""
+
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        return ToolAgent(ScriptedModel([ModelResponse(text="hi", retries=2)])).chat("q")
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        pass
+
+
+def test_retries_of_the_agents_model_are_kept_without_tokens_or_judges() -> None:
+    record = execute_item(Chatting(), ItemTask("c.py::Chatting", 0, 0, {}))
+    assert record.output == "hi" and record.usage.retries == 2
+
+
+EVALUATOR = """from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class {name}(BaseEvaluator):
+    def get_dataset(self):
+        return []
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("ok"), output)
+"""
+
+
+def test_the_same_code_in_two_files_is_recorded_with_each_file(tmp_path: Path) -> None:
+    sites = []
+    for name in ("First", "Second"):  # equal code objects apart from their file
+        path = tmp_path / f"{name.lower()}_eval.py"
+        path.write_text(EVALUATOR.format(name=name), encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(f"_records_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        record = execute_item(getattr(module, name)(), ItemTask(name, 0, 0, {}))
+        (assertion,) = record.assertions
+        sites.append((Path(assertion.file or "").name, assertion.line))
+    assert sites == [("first_eval.py", 13), ("second_eval.py", 13)]
 
 
 class Text(str):

@@ -133,17 +133,19 @@ class BaseEvaluator:
         if result is not PASSED or type(name) is not str:
             ctx.assertions.append(_new_record(name, result, soft, frame))
             return
-        # a plain pass says nothing but where it happened: one record per call site
-        site = (frame.f_code, frame.f_lasti, name, soft)
-        record = _PASSES.get(site)
-        if record is None:
-            record = _new_record(name, result, soft, frame)
+        # a plain pass says nothing but where it happened: one record per call site (the
+        # code object by identity: equal code in two files is two sites)
+        code = frame.f_code
+        site = (id(code), frame.f_lasti, name, soft)
+        kept = _PASSES.get(site)
+        if kept is None:
+            kept = (code, _new_record(name, result, soft, frame))
             if len(_PASSES) < _MAX_PASSES:
-                _PASSES[site] = record
-        ctx.assertions.append(record)
+                _PASSES[site] = kept  # holding the code keeps its id from being reused
+        ctx.assertions.append(kept[1])
 
 
-_PASSES: dict[tuple[Any, int, str, bool], AssertionRecord] = {}
+_PASSES: dict[tuple[int, int, str, bool], tuple[Any, AssertionRecord]] = {}
 _MAX_PASSES = 10_000
 
 

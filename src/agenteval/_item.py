@@ -302,7 +302,8 @@ def build_record(
 
 
 def _usage(ctx: ItemContext, agent: Usage) -> ItemUsage:
-    if agent is ZERO_USAGE and not ctx.judge_calls:  # judge usage comes with its calls
+    # (judge usage comes with judge calls; an agent's model adds retries of its own)
+    if agent is ZERO_USAGE and not ctx.judge_calls and not ctx.retries:
         return NO_ITEM_USAGE
     return ItemUsage(
         agent=agent,

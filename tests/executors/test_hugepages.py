@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import sys
 from typing import Any
 
 import pytest
 
 from agenteval import BaseEvaluator
-from agenteval._executors import _fork
+from agenteval._executors import _fork, _hugepages
 from agenteval._executors._base import ExecutorOptions, StopState
 from agenteval._executors._fork import ForkExecutor
-from agenteval._executors._hugepages import HeapCollapse, dense_ranges
+from agenteval._executors._hugepages import HUGE_PAGE, HeapCollapse, dense_ranges
 from agenteval._item import ItemTask
 from agenteval._results import ItemResult
 
@@ -86,6 +88,32 @@ def test_a_dense_buffer_ends_up_in_huge_pages_a_slice_at_a_time() -> None:
     assert steps >= 4  # 40 MiB in slices of 8
     assert collapse.collapsed >= 32 * MB and _anon_huge_bytes() >= before + 32 * MB
     assert ballast.count(1) == len(ballast)  # the contents are untouched
+
+
+def test_a_huge_page_that_cannot_be_collapsed_leaves_the_others_to_be() -> None:
+    collapse = HeapCollapse()
+    if collapse.done:
+        pytest.skip("no transparent huge pages here")
+    buffer = mmap.mmap(-1, 12 * MB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    start = -(-base // HUGE_PAGE) * HUGE_PAGE  # 4 whole huge pages inside the buffer
+    first = start - base
+    buffer[first + HUGE_PAGE : first + 4 * HUGE_PAGE] = b"\x05" * (3 * HUGE_PAGE)
+    collapse.todo = [(start, start + 4 * HUGE_PAGE)]  # the first one was never touched
+    collapse.step()
+    assert collapse.done and collapse.collapsed in (0, 3 * HUGE_PAGE)
+    if collapse.collapsed == 0:
+        pytest.skip("this kernel does not collapse on request")
+    assert buffer[first : first + HUGE_PAGE].count(0) == HUGE_PAGE
+    assert buffer[first + HUGE_PAGE : first + 4 * HUGE_PAGE].count(5) == 3 * HUGE_PAGE
+
+
+def test_what_may_still_be_allocated_is_never_more_than_the_machine_has() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("Linux only")
+    with open("/proc/meminfo", encoding="ascii") as fh:
+        (line,) = [line for line in fh if line.startswith("MemAvailable:")]
+    assert 0 < _hugepages._available() <= int(line.split()[1]) * 1024
 
 
 class Holding(BaseEvaluator):

@@ -15,13 +15,15 @@ all in use are collapsed (filling the rest of a huge page costs little memory), 
 where the program asked for no huge pages, and not at all where the administrator turned
 transparent huge pages off. Children running meanwhile keep their copy of what they
 share, so until they exit that memory exists twice: nothing is collapsed when that could
-take more than a quarter of the memory still available.
+take more than a quarter of the memory still available (to the machine, or under the
+memory limit of the process's cgroup).
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import platform
 import sys
 from typing import Any
 
@@ -73,7 +75,7 @@ class HeapCollapse:
     def __init__(self) -> None:
         self.todo: list[tuple[int, int]] | None = None  # found on the first step
         self.busy: list[tuple[int, int]] = []  # slices Linux found busy: tried again later
-        self.done = not sys.platform.startswith("linux") or _thp_disabled()
+        self.done = not _supported()
         self.collapsed = 0  # bytes
         self._passes = 1
 
@@ -93,20 +95,19 @@ class HeapCollapse:
                 self.todo = []
         madvise = _load_madvise()
         while budget > 0 and self.todo and madvise:
+            # one huge page per call: a failure then says which one failed
             start, end = self.todo.pop()
-            stop = min(end, start + max(HUGE_PAGE, budget // HUGE_PAGE * HUGE_PAGE))
-            if stop < end:
-                self.todo.append((stop, end))
-            budget -= stop - start
-            if madvise(start, stop - start, _MADV_COLLAPSE) == 0:
-                self.collapsed += stop - start
-            elif ctypes.get_errno() == errno.EINVAL:  # a kernel without MADV_COLLAPSE
-                self.todo, self.busy = [], []
+            if start + HUGE_PAGE < end:
+                self.todo.append((start + HUGE_PAGE, end))
+            budget -= HUGE_PAGE
+            if madvise(start, HUGE_PAGE, _MADV_COLLAPSE) == 0:
+                self.collapsed += HUGE_PAGE
             elif ctypes.get_errno() == errno.EAGAIN and self._passes < _PASSES:
-                # some pages were in use at that moment (a child exiting, say): what did
-                # collapse stays so, the rest is tried again after the others
-                self.busy.append((start, stop))
-            # else: unmapped meanwhile, or no huge page free (ENOMEM): skip it
+                # some of its pages were in use at that moment (a child exiting, say):
+                # tried again after the others
+                self.busy.append((start, start + HUGE_PAGE))
+            # else: not collapsible (EINVAL: too little of it in use, say), unmapped
+            # meanwhile, or no huge page free (ENOMEM): left as it is
             if not self.todo and self.busy:
                 self.todo, self.busy = self.busy[::-1], []
                 self._passes += 1
@@ -114,24 +115,50 @@ class HeapCollapse:
 
 
 def _available() -> int:
-    """Bytes of memory available for new allocations, per ``/proc/meminfo`` (0: unknown)."""
+    """Bytes this process may still allocate: what the machine has available, or less
+    when its memory cgroup (a container's limit) allows less. 0 where Linux cannot tell."""
+    available = 0
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    available = int(line.split()[1]) * 1024
+        with open("/proc/self/cgroup", encoding="ascii") as fh:
+            groups = [line.rstrip("\n").split(":", 2) for line in fh]
     except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        return available
+    for _, controllers, path in groups:
+        if controllers == "":  # cgroup v2
+            files = (f"/sys/fs/cgroup{path}/memory.max", f"/sys/fs/cgroup{path}/memory.current")
+        elif "memory" in controllers.split(","):  # cgroup v1
+            base = f"/sys/fs/cgroup/memory{path}"
+            files = (f"{base}/memory.limit_in_bytes", f"{base}/memory.usage_in_bytes")
+        else:
+            continue
+        try:
+            limit, used = (_read_int(name) for name in files)
+        except (OSError, ValueError):
+            continue  # no limit ("max"), or not mounted where we look
+        available = min(available, max(0, limit - used))
+    return available
 
 
-def _thp_disabled() -> bool:
-    """Whether the administrator turned transparent huge pages off (then we do not ask)."""
+def _read_int(path: str) -> int:
+    with open(path, encoding="ascii") as fh:
+        return int(fh.read())
+
+
+def _supported() -> bool:
+    """Linux 6.1 or later (MADV_COLLAPSE), with transparent huge pages not turned off by
+    the administrator (then we do not ask)."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
+        major, minor = (int(part) for part in platform.release().split(".")[:2])
         with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="ascii") as fh:
-            return "[never]" in fh.read()
-    except OSError:
-        return True  # no THP in this kernel
+            return (major, minor) >= (6, 1) and "[never]" not in fh.read()
+    except (OSError, ValueError):
+        return False  # an odd release string, or no THP in this kernel
 
 
 def _load_madvise() -> Any:
