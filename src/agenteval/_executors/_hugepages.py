@@ -3,7 +3,7 @@
 ``fork()`` copies the parent's page tables, one entry per 4 KiB page of private memory,
 and each child's exit tears its copy down again. That is most of what a process per item
 costs: about 4 ms per fork and exit for agenteval's own 38 MB parent on the machines we
-measured, and about 14 ms more when ``set_up`` loaded 200 MB (``bench/README.md``). Backed
+measured, and about 13 ms more when ``set_up`` loaded 200 MB (``bench/README.md``). Backed
 by 2 MiB pages, the same memory needs one entry per 2 MiB. Linux 6.1+ collapses memory
 already in use into huge pages on request (``madvise(MADV_COLLAPSE)``), but that costs
 about 4 ms per MB, so the fork executor asks only once a run has forked enough children
