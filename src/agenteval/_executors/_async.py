@@ -36,6 +36,7 @@ from .._evaluator import BaseEvaluator
 from .._item import STOPPED, HardStop, ItemTask, aexecute_item, error_info, fault_record
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
+from ._timers import PromptSelector
 
 _TOP_UP = 0.005
 """Seconds before the queue is filled up behind the first items started."""
@@ -184,7 +185,7 @@ class _ItemLoop:
         self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
         self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self._thread = threading.Thread(target=self._main, name="agenteval-async", daemon=True)
         self._thread.start()
 
@@ -333,6 +334,15 @@ class _ItemLoop:
             return fault_record(
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """The items' loop: one whose timers fire on time (see ``_timers``), unless the user
+    chose a loop of their own through the policy (uvloop, say), or on Windows."""
+    policy = asyncio.get_event_loop_policy()
+    if sys.platform == "win32" or type(policy) is not asyncio.DefaultEventLoopPolicy:
+        return asyncio.new_event_loop()
+    return asyncio.SelectorEventLoop(PromptSelector())
 
 
 def _changed(fresh: contextvars.Context) -> bool:
