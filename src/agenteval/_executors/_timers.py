@@ -13,6 +13,7 @@ due every moment (thousands of staggered sleeps) mostly sleeps as before.
 
 from __future__ import annotations
 
+import math
 import selectors
 import time
 from typing import Any
@@ -41,8 +42,10 @@ class PromptSelector(selectors.DefaultSelector):
         now = time.monotonic()
         self._credit = min(POLL_BURST, self._credit + (now - self._last) * POLL_SHARE)
         self._last = now
-        poll = min(POLL_BEFORE, self._credit, timeout)
-        ready: list[Any] = super().select(timeout - poll) if timeout > poll else []
+        poll = max(0.0, min(POLL_BEFORE, self._credit, timeout))
+        # epoll would round a sleep up to the next millisecond: round it down instead
+        sleep = math.floor((timeout - poll) * 1000) / 1000 if poll > 0 else timeout
+        ready: list[Any] = super().select(sleep) if sleep > 0 else []
         if ready or poll <= 0:
             return ready
         deadline = now + timeout
