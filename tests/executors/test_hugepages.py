@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -124,6 +126,10 @@ class Holding(BaseEvaluator):
         return []
 
     def run(self, item: Any) -> Any:
+        if item.get("fault") == "exit":
+            os._exit(3)
+        if item.get("fault") == "hang":
+            time.sleep(30)
         return {"n": item["n"], "ballast": self.ballast.count(7) == len(self.ballast)}
 
     def evaluate(self, output: Any, item: Any) -> None:
@@ -155,6 +161,27 @@ def test_the_executor_collapses_after_enough_forks_and_items_see_the_same_memory
     else:
         assert steps  # asked once 4 children were forked, not before
         assert executor._forks == 24
+
+
+def test_faults_while_collapsing_still_cost_only_their_item(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_fork, "_COLLAPSE_AFTER", 1)
+    evaluator = Holding()
+    evaluator.set_up()
+    faults = {3: "exit", 5: "hang"}
+    tasks = iter(
+        [
+            (evaluator, ItemTask("h.py::Holding", n, n, {"n": n, "fault": faults.get(n)}))
+            for n in range(12)
+        ]
+    )
+    results: list[ItemResult] = []
+    ForkExecutor(ExecutorOptions(concurrency=3, timeout=1.0)).run(
+        tasks, lambda *records: results.extend(records), StopState()
+    )
+    statuses = {r.index: r.status for r in results}
+    assert statuses == {n: {3: "crashed", 5: "timeout"}.get(n, "passed") for n in range(12)}
 
 
 def test_workers_are_forked_too_rarely_to_pay_for_it() -> None:
