@@ -30,7 +30,7 @@ from typing import Any
 HUGE_PAGE = 2 * 1024 * 1024
 _MADV_COLLAPSE = 25
 _PASSES = 4
-"""Attempts at a slice that Linux found busy."""
+"""Attempts at a huge page that Linux found busy."""
 _MAX_SHARE = 0.25
 """Collapse at most this share of the memory still available (see ``step``)."""
 _MIN_FILL = 0.75
@@ -80,7 +80,8 @@ class HeapCollapse:
         self._passes = 1
 
     def step(self, budget: int = 16 * 1024 * 1024) -> None:
-        """Collapse up to ``budget`` bytes; ``done`` once nothing is left or Linux refuses."""
+        """Collapse up to ``budget`` bytes, a huge page per call; ``done`` once nothing is
+        left to try."""
         if self.done:
             return
         if self.todo is None:
