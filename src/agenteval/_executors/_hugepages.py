@@ -74,7 +74,7 @@ class HeapCollapse:
 
     def __init__(self) -> None:
         self.todo: list[tuple[int, int]] | None = None  # found on the first step
-        self.busy: list[tuple[int, int]] = []  # slices Linux found busy: tried again later
+        self.busy: list[tuple[int, int]] = []  # huge pages Linux found busy: tried again later
         self.done = not _supported()
         self.collapsed = 0  # bytes
         self._passes = 1
