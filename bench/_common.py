@@ -89,6 +89,11 @@ def measure(
     full_env = dict(os.environ)
     full_env.update(env or {})
     full_env.setdefault("NO_COLOR", "1")
+    # The unmeasured first run must leave bytecode cached, as an installed package has it
+    # (pip compiles at install): with this set, an editable install of agenteval would
+    # compile its own modules in every measured process, and the compiler's garbage
+    # would stay in every forked parent's heap.
+    full_env.pop("PYTHONDONTWRITEBYTECODE", None)
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,

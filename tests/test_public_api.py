@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+from cli_support import CliResult
 
 FACADES = [
     "agenteval",
@@ -42,6 +47,53 @@ def test_import_agenteval_loads_no_heavy_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_run_of_text_checks_loads_no_model_layer(
+    cli: Callable[..., CliResult], write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    # The fork executor copies the parent's memory map for every item: what a run does not
+    # need (asyncio and the logging and ssl it brings, SQLite, the model layer, the
+    # trajectory models) must stay unloaded, or every item pays for it.
+    write(
+        "evaluators/text_eval.py",
+        """
+        import json, sys
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class Text(BaseEvaluator):
+            def get_dataset(self):
+                return [{"q": "hello"}, {"q": "hello world"}]
+
+            def run(self, item):
+                return item["q"]
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("hello"), output)
+
+            def tear_down(self):  # in the parent, after every item ran
+                watched = ["asyncio", "logging", "ssl", "sqlite3", "agenteval.llm",
+                           "agenteval.trajectory"]
+                with open("loaded.json", "w") as fh:
+                    json.dump([m for m in watched if m in sys.modules], fh)
+        """,
+    )
+    result = cli("run", "evaluators", "-c", "2", "--no-progress")
+    assert result.code == 0, result
+    assert json.loads((tmp_path / "loaded.json").read_text()) == []
+
+
+def test_trajectory_assertions_load_on_first_use() -> None:
+    code = (
+        "import sys\n"
+        "import agenteval.assertions as a\n"
+        "before = 'agenteval.trajectory' in sys.modules\n"
+        "from agenteval.assertions import Mode, ToolWasCalled\n"
+        "print(before, ToolWasCalled.__module__, Mode.STRICT.name, 'MaxSteps' in dir(a))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "agenteval.assertions._trajectory", "STRICT", "True"]
 
 
 def test_lazy_top_level_facade_names_match() -> None:

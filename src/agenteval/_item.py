@@ -7,7 +7,6 @@ data, so it can cross a pipe or a network without pickling user objects.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -15,7 +14,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator, _shown_path
@@ -32,6 +31,11 @@ from ._results import (
 )
 from ._serialize import json_size, to_jsonable
 from ._usage import ZERO_USAGE, Usage
+
+if TYPE_CHECKING:
+    # imported where an event loop is needed: a run of sync evaluators never loads asyncio
+    # (nor the logging and ssl it brings), so each forked child has less to copy
+    import asyncio
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 
@@ -76,6 +80,8 @@ def _drive(awaitable: Any) -> Any:
     """Run a coroutine from sync code on one event loop kept for this process."""
     global _loop
     if _loop is None or _loop.is_closed():
+        import asyncio
+
         _loop = asyncio.new_event_loop()
     return _loop.run_until_complete(awaitable)
 
@@ -120,6 +126,8 @@ async def aexecute_item(
     evaluator: BaseEvaluator, task: ItemTask, *, max_output_bytes: int | None = None
 ) -> ItemResult:
     """Run and evaluate one item on the running event loop (the async executor)."""
+    import asyncio  # loaded already: this runs on its loop
+
     started = time.perf_counter()
     ctx, token = enter_item()
     outcome = _Outcome()

@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from ._cache_settings import using_cache
 from ._config import Config, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
 from ._errors import (
@@ -662,8 +663,6 @@ def run_evaluations(
         ),
     )
     hard = False
-    from .llm._cache import using_cache
-
     try:
         announce = partial(driver_set.call, "run_interrupted")
         with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):

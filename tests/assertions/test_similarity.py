@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval._context import enter_item, exit_item
 from agenteval.assertions._similarity import StringSimilarity
 from agenteval.llm import _cache
@@ -33,7 +35,7 @@ class FakeEmbeddings:
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     yield
     _cache.close_connections()
 
@@ -153,7 +155,7 @@ def test_string_similarity_accounts_embedding_calls_to_the_item() -> None:
 def test_string_similarity_uses_the_disk_cache_when_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings(True, tmp_path))
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings(True, tmp_path))
     _, embeddings = similarity([1.0, 0.0, 0.0, 0.0])
 
     StringSimilarity(REFERENCE, embeddings).evaluate("out")

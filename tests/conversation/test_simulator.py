@@ -220,7 +220,7 @@ def test_simulator_rejects_empty_persona() -> None:
 
 
 def test_simulator_replies_are_cached_when_the_cache_is_on(tmp_path: Any) -> None:
-    from agenteval.llm._cache import configure_cache
+    from agenteval._cache_settings import configure_cache
 
     configure_cache(directory=tmp_path)
     try:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval._context import enter_item, exit_item
 from agenteval._errors import ConfigError, JudgeError
 from agenteval._usage import Usage
@@ -32,7 +34,7 @@ def verdict(score: Any, reasoning: Any = "Polite enough.", **usage: int) -> dict
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     yield
     _cache.close_connections()
 
@@ -40,7 +42,7 @@ def _cache_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def cache_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "cache"
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings(True, directory))
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings(True, directory))
     return directory
 
 
@@ -491,7 +493,7 @@ def test_agent_judge_with_a_changed_script_is_not_served_the_old_verdict(
 
 
 def test_agent_judge_calls_the_model_every_time_with_the_cache_off(tmp_path: Path) -> None:
-    _cache.configure_cache(enabled=False, directory=tmp_path / "cache")
+    _cache_settings.configure_cache(enabled=False, directory=tmp_path / "cache")
     model = ScriptedModel([verdict(0.9), verdict(0.9)])
     judge = AgentJudge(model, CRITERIA)
 

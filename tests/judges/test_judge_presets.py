@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 import agenteval.judges as judges
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval.judges import (
     CorrectnessJudge,
     FaithfulnessJudge,
@@ -22,7 +24,6 @@ from agenteval.judges._presets import (
     RELEVANCE_CRITERIA,
     TASK_COMPLETION_CRITERIA,
 )
-from agenteval.llm import _cache
 from agenteval.testing._scripted import ScriptedModel
 from agenteval.trajectory._messages import Message, ToolCall
 from agenteval.trajectory._trajectory import Trajectory
@@ -32,7 +33,7 @@ VERDICT = {"structured": {"reasoning": "ok", "score": 0.9}}
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
 
 
 def prompt_of(judge_class: type[_Judge], output: Any = "An answer.", **kwargs: Any) -> str:

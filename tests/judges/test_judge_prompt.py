@@ -4,6 +4,8 @@ from typing import Any
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval.judges import AgentJudge
 from agenteval.judges._prompt import (
     OUTPUT_BEGIN,
@@ -13,7 +15,6 @@ from agenteval.judges._prompt import (
     neutralise,
     parse_text,
 )
-from agenteval.llm import _cache
 from agenteval.llm._types import ModelRequest
 from agenteval.testing._scripted import ScriptedModel
 
@@ -22,7 +23,7 @@ VERDICT = {"structured": {"reasoning": "ok", "score": 1.0}}
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
 
 
 def judged(output: Any = "Hello!", **kwargs: Any) -> ModelRequest:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval._context import enter_item, exit_item
 from agenteval._errors import JudgeError, ProviderUnavailableError
 from agenteval._usage import Usage
@@ -22,7 +24,7 @@ Make = Callable[[str], Model]
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     yield
     _cache.close_connections()
 
@@ -110,7 +112,7 @@ def test_judge_neutralised_injection_is_what_the_provider_receives(
 def test_judge_cache_hit_makes_zero_requests_and_usage_is_accounted(
     fake_provider: FakeProvider, make: Make, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings(True, tmp_path))
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings(True, tmp_path))
     fake_provider.add(
         FakeProvider.structured(
             {"reasoning": "Right.", "score": 0.9}, input_tokens=300, output_tokens=40

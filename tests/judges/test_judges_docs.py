@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval.llm import _cache
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "judges.md"
@@ -17,7 +19,7 @@ BLOCK = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 @pytest.fixture(autouse=True)
 def _cache_off(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     yield
     _cache.close_connections()
 

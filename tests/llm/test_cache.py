@@ -11,20 +11,24 @@ from typing import Any
 
 import pytest
 
+from agenteval import _cache_settings
+from agenteval._cache_settings import (
+    DB_NAME,
+    CacheSettings,
+    cache_settings,
+    configure_cache,
+    using_cache,
+)
 from agenteval._context import enter_item, exit_item
 from agenteval._errors import ConfigError, ProviderUnavailableError
 from agenteval._usage import Usage
 from agenteval.llm import _cache
 from agenteval.llm._cache import (
-    DB_NAME,
     acomplete_cached,
-    cache_settings,
     clear_cache,
     complete_cached,
-    configure_cache,
     embed_cached,
     request_key,
-    using_cache,
 )
 from agenteval.llm._types import EmbeddingsResult, ModelRequest, ModelResponse
 from agenteval.testing._scripted import ScriptedModel
@@ -33,7 +37,7 @@ from agenteval.trajectory._messages import Message
 
 @pytest.fixture(autouse=True)
 def _pristine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     yield
     _cache.close_connections()
 
@@ -366,7 +370,7 @@ def test_using_cache_restores_the_previous_settings(tmp_path: Path) -> None:
 
     assert (settings.enabled, settings.directory) == (True, tmp_path)
     assert (hit.cached, after.cached, after.text) == (True, False, "b")
-    assert cache_settings() == _cache.CacheSettings()
+    assert cache_settings() == CacheSettings()
 
 
 def test_complete_cached_never_caches_a_model_that_is_not_cacheable(cache_dir: Path) -> None:

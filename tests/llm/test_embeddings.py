@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from agenteval import ConfigError
+from agenteval import ConfigError, _cache_settings
+from agenteval._cache_settings import CacheSettings
 from agenteval._context import enter_item, exit_item
 from agenteval._errors import ProviderAuthError, ProviderRequestError, ProviderUnavailableError
 from agenteval._usage import Usage
-from agenteval.llm import Embeddings, OpenAIEmbeddings, RetryPolicy, _cache
+from agenteval.llm import Embeddings, OpenAIEmbeddings, RetryPolicy
 from agenteval.llm._cache import embed_cached
 from agenteval.testing import FakeProvider
 
@@ -117,7 +118,7 @@ def test_openai_embeddings_reports_usage_and_retries(fake_provider: FakeProvider
 def test_openai_embeddings_usage_and_retries_are_accounted_to_the_item(
     fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_cache, "_settings", _cache.CacheSettings())
+    monkeypatch.setattr(_cache_settings, "_settings", CacheSettings())
     fake_provider.add(
         FakeProvider.server_error(503),
         FakeProvider.embeddings(),

@@ -4,6 +4,11 @@ Use them in an evaluator's ``evaluate`` with ``self.assert_that(assertion, outpu
 Subclass :class:`Assertion` for a custom check.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from agenteval._results import AssertionResult
 from agenteval.assertions._base import Assertion
 from agenteval.assertions._distance import StringDistance
@@ -18,18 +23,37 @@ from agenteval.assertions._strings import (
     StringLengthBetween,
     StringStartsWith,
 )
-from agenteval.assertions._trajectory import (
-    MaxSteps,
-    MaxToolCalls,
-    Mode,
-    StepCount,
-    ToolWasApproved,
-    ToolWasCalled,
-    ToolWasNotCalled,
-    ToolWasRejected,
-    TotalTokensAtMost,
-    TrajectoryMatches,
+
+if TYPE_CHECKING:
+    from agenteval.assertions._trajectory import (
+        MaxSteps,
+        MaxToolCalls,
+        Mode,
+        StepCount,
+        ToolWasApproved,
+        ToolWasCalled,
+        ToolWasNotCalled,
+        ToolWasRejected,
+        TotalTokensAtMost,
+        TrajectoryMatches,
+    )
+
+_TRAJECTORY = frozenset(
+    {
+        "MaxSteps",
+        "MaxToolCalls",
+        "Mode",
+        "StepCount",
+        "ToolWasApproved",
+        "ToolWasCalled",
+        "ToolWasNotCalled",
+        "ToolWasRejected",
+        "TotalTokensAtMost",
+        "TrajectoryMatches",
+    }
 )
+"""Imported on first use (PEP 562): they load the trajectory models, which an evaluator
+that checks only text does not need (and a forked child then has less memory to copy)."""
 
 __all__ = [
     "Assertion",
@@ -55,3 +79,15 @@ __all__ = [
     "TotalTokensAtMost",
     "TrajectoryMatches",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _TRAJECTORY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("agenteval.assertions._trajectory"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._results import AssertionResult
-from ..llm._types import Embeddings
 from ._base import Assertion, type_name
 from ._common import not_a_string
+
+if TYPE_CHECKING:  # the model layer is imported when an embedding is asked for
+    from ..llm._types import Embeddings
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class StringSimilarity(Assertion):
 
     async def aevaluate(self, actual: Any) -> AssertionResult:
         """Async :meth:`evaluate`: the embedding call runs in a worker thread."""
+        import asyncio
+
         # to_thread copies the context, so the call is still accounted to this item.
         return await asyncio.to_thread(self.evaluate, actual)
 

@@ -3,8 +3,9 @@
 Provider SDKs are imported only when a model is built, so importing this module is cheap.
 """
 
+from .._cache_settings import configure_cache, using_cache
 from ._anthropic import AnthropicModel
-from ._cache import clear_cache, configure_cache, using_cache
+from ._cache import clear_cache
 from ._embeddings import OpenAIEmbeddings
 from ._factory import default_agent_model, default_judge_model, model
 from ._openai import OpenAIModel

@@ -46,21 +46,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from .._cache_settings import DB_NAME, cache_settings, resolve_directory
 from .._context import current_item
 from .._errors import ConfigError, ProviderError
 from .._usage import Usage
 from ._types import Embeddings, EmbeddingsResult, Model, ModelRequest, ModelResponse
-
-DEFAULT_CACHE_DIR = Path(".agenteval") / "cache"
-"""Where the cache lives, relative to the working directory, unless configured."""
-
-DB_NAME = "responses.sqlite3"
-"""The SQLite file inside the cache folder."""
 
 _KEY_VERSION = "agenteval-cache-v1"
 _BUSY_TIMEOUT_S = 30.0
@@ -79,71 +73,10 @@ Validator = Callable[[ModelResponse], bool]
 log = logging.getLogger("agenteval.cache")
 
 
-@dataclass(frozen=True)
-class CacheSettings:
-    """The process-wide cache configuration set by :func:`configure_cache`."""
-
-    enabled: bool = False
-    directory: Path | None = None
-
-    @property
-    def path(self) -> Path:
-        """The SQLite file these settings point at."""
-        return resolve_directory(self.directory) / DB_NAME
-
-
-_settings = CacheSettings()
 _connections: dict[Path, sqlite3.Connection] = {}
 _abandoned: list[sqlite3.Connection] = []
 _lock = threading.Lock()
 _pid = os.getpid()
-
-
-def configure_cache(enabled: bool = True, directory: Path | str | None = None) -> None:
-    """Turn the response cache on or off for this process (and the children it forks).
-
-    ``agenteval run`` calls it before running anything; call it yourself to cache judge
-    calls in library code. ``directory`` defaults to ``.agenteval/cache`` in the current
-    working directory (resolved now, so a later ``chdir`` does not move it)::
-
-        configure_cache()                          # on, under ./.agenteval/cache
-        configure_cache(directory="/tmp/evals")    # on, elsewhere
-        configure_cache(enabled=False)             # off, as with --no-cache
-    """
-    global _settings
-    _settings = CacheSettings(enabled=enabled, directory=resolve_directory(directory))
-
-
-@contextmanager
-def using_cache(
-    enabled: bool = True, directory: Path | str | None = None
-) -> Iterator[CacheSettings]:
-    """:func:`configure_cache` for the length of a ``with`` block, then the previous settings.
-
-    Use it where the cache should not stay on after a call returns (a runner invoked from a
-    library or a test)::
-
-        with using_cache(directory=tmp_path):
-            judge.evaluate(output)
-    """
-    global _settings
-    previous = _settings
-    configure_cache(enabled, directory)
-    try:
-        yield _settings
-    finally:
-        _settings = previous
-
-
-def cache_settings() -> CacheSettings:
-    """The current cache configuration."""
-    return _settings
-
-
-def resolve_directory(directory: Path | str | None) -> Path:
-    """``directory`` as an absolute path; ``None`` is ``./.agenteval/cache``."""
-    path = Path(directory) if directory is not None else DEFAULT_CACHE_DIR
-    return path.expanduser().absolute()
 
 
 def clear_cache(directory: Path | str | None = None) -> int:
@@ -153,7 +86,7 @@ def clear_cache(directory: Path | str | None = None) -> int:
     given. Used by ``agenteval cache clear``. A folder with no cache in it gives 0.
     """
     if directory is None:
-        directory = _settings.directory
+        directory = cache_settings().directory
     path = resolve_directory(directory) / DB_NAME
     if not path.exists():
         return 0
@@ -235,7 +168,7 @@ def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> list[list[floa
     if not texts:
         return []
     name = embeddings.name
-    use_cache = _settings.enabled and _cacheable(embeddings)
+    use_cache = cache_settings().enabled and _cacheable(embeddings)
     keys = [embedding_key(name, t) for t in texts]
     vectors: list[list[float] | None] = [None] * len(texts)
     if use_cache:
@@ -307,7 +240,7 @@ def _account(name: str, response: ModelResponse) -> None:
 
 
 def _lookup(key: str, validate: Validator | None) -> ModelResponse | None:
-    if not _settings.enabled:
+    if not cache_settings().enabled:
         return None
     raw = _get(key)
     if raw is None:
@@ -325,7 +258,7 @@ def _lookup(key: str, validate: Validator | None) -> ModelResponse | None:
 def _store(
     key: str, kind: str, name: str, response: ModelResponse, validate: Validator | None
 ) -> None:
-    if not _settings.enabled or (validate is not None and not validate(response)):
+    if not cache_settings().enabled or (validate is not None and not validate(response)):
         return
     clean = response.model_copy(update={"cached": False, "retries": 0})
     _put(key, kind, name, clean.model_dump_json())
@@ -432,7 +365,7 @@ atexit.register(close_connections)
 
 
 def _get(key: str) -> str | None:
-    path = _settings.path
+    path = cache_settings().path
     if not path.exists():
         return None
     try:
@@ -446,7 +379,7 @@ def _get(key: str) -> str | None:
 
 
 def _put(key: str, kind: str, name: str, value: str) -> None:
-    path = _settings.path
+    path = cache_settings().path
     try:
         with _connection(path) as conn:
             conn.execute(
