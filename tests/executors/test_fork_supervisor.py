@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 from typing import Any
 
@@ -26,11 +27,11 @@ class Echo(BaseEvaluator):
         pass
 
 
-def run_items(count: int, isolation: Isolation = "item") -> list[ItemResult]:
+def run_items(count: int, isolation: Isolation = "item", concurrency: int = 2) -> list[ItemResult]:
     evaluator = Echo()
     tasks = iter([(evaluator, ItemTask("echo.py::Echo", n, n, {"n": n})) for n in range(count)])
     results: list[ItemResult] = []
-    ForkExecutor(ExecutorOptions(concurrency=2, isolation=isolation)).run(
+    ForkExecutor(ExecutorOptions(concurrency=concurrency, isolation=isolation)).run(
         tasks, lambda *records: results.extend(records), StopState()
     )
     return sorted(results, key=lambda r: r.index)
@@ -66,6 +67,61 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
         "ForkFailed",
         "could not start the item's process: [Errno 11] Resource temporarily unavailable",
     )
+
+
+def test_fork_failure_in_a_batch_costs_only_its_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four free slots are forked back to back; the second fork fails: its item crashes,
+    the two after it were not tried and run later, like the first."""
+    real_fork = os.fork
+    calls: list[int] = []
+
+    def flaky_fork() -> int:
+        calls.append(len(calls))
+        if len(calls) == 2:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", flaky_fork)
+    results = run_items(6, concurrency=4)
+    assert [(r.id, r.status) for r in results] == [
+        (0, "passed"),
+        (1, "crashed"),
+        *((n, "passed") for n in range(2, 6)),
+    ]
+    assert len(calls) == 6
+
+
+def write_pipes() -> int:
+    """How many pipes this process can write to, besides stdin, stdout and stderr."""
+    count = 0
+    for fd in (int(name) for name in os.listdir("/proc/self/fd")):
+        try:
+            is_pipe = fd > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+        count += is_pipe and writable
+    return count
+
+
+class WritePipes(Echo):
+    def run(self, item: Any) -> Any:
+        return write_pipes()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_children_forked_together_hold_only_their_own_record_pipe() -> None:
+    # a child holding another's write end would keep that pipe open past its exit
+    evaluator = WritePipes()
+    tasks = iter([(evaluator, ItemTask("pipes.py::WritePipes", n, n, n)) for n in range(4)])
+    results: list[ItemResult] = []
+    ForkExecutor(ExecutorOptions(concurrency=4)).run(
+        tasks, lambda *records: results.extend(records), StopState()
+    )
+    inherited = write_pipes()  # the test runner's own
+    assert sorted((r.id, r.status, r.output) for r in results) == [
+        (n, "passed", inherited + 1) for n in range(4)
+    ]
 
 
 def test_fork_failure_leaves_the_items_to_the_workers_alive(

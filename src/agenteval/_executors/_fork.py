@@ -120,6 +120,20 @@ _Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
 """Tasks by number, in order."""
 
 
+@dataclass
+class _Kit:
+    """What one child is forked with: its first task and both ends of its pipes."""
+
+    number: int
+    task: tuple[BaseEvaluator, ItemTask]
+    rfd: int
+    wfd: int
+    ctl_r: int | None
+    ctl_w: int | None
+    out: IO[bytes]
+    err: IO[bytes]
+
+
 _prctl: Any = None
 
 
@@ -405,7 +419,6 @@ class ForkExecutor(Executor):
         children: dict[int, _Child] = {}
         pending: _Pending = {}
         numbers = itertools.count()
-        ahead = limit * _AHEAD if self._workers else 1
         exhausted = False
         stop_deadline: float | None = None
         try:
@@ -416,6 +429,10 @@ class ForkExecutor(Executor):
                     for child in children.values():  # workers start nothing more
                         self._end(child)
                 while not stop.requested and len(children) < limit:
+                    # a worker is forked holding every task pulled ahead; a process per
+                    # item gets one, and the free slots' children are forked together
+                    free = limit - len(children)
+                    ahead = limit * _AHEAD if self._workers else free
                     while not exhausted and len(pending) < ahead:
                         try:
                             number = next(numbers)
@@ -424,7 +441,7 @@ class ForkExecutor(Executor):
                             exhausted = True
                     if not pending:
                         break
-                    failed = self._spawn(pending, children, sel)
+                    failed = self._spawn(pending, children, sel, 1 if self._workers else free)
                     if isinstance(failed, _Wait):
                         break  # workers alive will take the items; try forking again later
                     if failed is not None:
@@ -524,11 +541,16 @@ class ForkExecutor(Executor):
             on_result(*_parse(lines), *self._finish(child, {}, stop))
 
     def _spawn(
-        self, pending: _Pending, children: dict[int, _Child], sel: selectors.BaseSelector
+        self,
+        pending: _Pending,
+        children: dict[int, _Child],
+        sel: selectors.BaseSelector,
+        count: int,
     ) -> ItemResult | _Wait | None:
-        """Fork a child for the first pending task (a worker holds all pending ones) and
-        register it. When the fork fails: the task's record, or ``_WAIT`` where live
-        workers can take the task instead."""
+        """Fork a child for each of the first ``count`` pending tasks (a worker holds all
+        pending ones), back to back, then register them. When a fork fails: that task's
+        record, or ``_WAIT`` where live workers can take it instead; the tasks after it go
+        back to ``pending``."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -537,69 +559,120 @@ class ForkExecutor(Executor):
                 f"when items were forked; fork with threads can deadlock — start threads and "
                 f"clients in run(), or use --concurrency 1"
             )
-        next_number = next(iter(pending))
-        first = pending.pop(next_number)
         horizon = next(reversed(self._held)) + 1  # numbers only grow
-        rfd, wfd = os.pipe()
-        os.set_blocking(rfd, False)
-        ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
-        out, err = _capture_file(), _capture_file()
+        kits = [self._kit(pending, horizon) for _ in range(min(count, len(pending)))]
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        parent = os.getpid()
-        # Signals stay blocked until the child is registered: no handler may run in the
+        # Signals stay blocked until the children are registered: no handler may run in a
         # child before it has set its own dispositions, and a second Ctrl-C (HardStop) must
         # not leave a child the cleanup does not know about.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
+            forked, failure = self._fork_all(kits, children)
+            self._forks += len(forked)
+            for kit, pid, started in forked:
+                with contextlib.suppress(OSError):  # also here: the child may not have run yet
+                    os.setpgid(pid, pid)
+                child = _Child(
+                    pid, None, kit.number, horizon, kit.rfd, kit.ctl_w, kit.out, kit.err, 0.0, None
+                )
+                self._start(child, kit.number, kit.task[1], started)
+                children[pid] = child
+                sel.register(kit.rfd, selectors.EVENT_READ, child)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if failure is None:
+            return None
+        return self._fork_failed(kits[len(forked) :], failure, pending, children)
+
+    def _kit(self, pending: _Pending, horizon: int) -> _Kit:
+        """Take the first pending task and open what its child will be forked with."""
+        number = next(iter(pending))
+        rfd, wfd = os.pipe()
+        os.set_blocking(rfd, False)
+        ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
+        task = pending.pop(number)
+        return _Kit(number, task, rfd, wfd, ctl_r, ctl_w, _capture_file(), _capture_file())
+
+    def _fork_all(
+        self, kits: list[_Kit], children: dict[int, _Child]
+    ) -> tuple[list[tuple[_Kit, int, float]], OSError | None]:
+        """Fork the kits' children in a tight loop, up to the first fork that fails.
+
+        After each fork the parent's memory is shared with the new child, so every page
+        the parent writes before the next fork is copied: the less it does in between,
+        the cheaper each child (bookkeeping waits until all are forked).
+        """
+        parent = os.getpid()
+        forked: list[tuple[_Kit, int, float]] = []
+        for i, kit in enumerate(kits):
             try:
                 pid = os.fork()
             except OSError as exc:  # out of processes or memory: this item cannot start
-                for fd in (rfd, wfd, ctl_r, ctl_w):
-                    if fd is not None:
-                        os.close(fd)
-                out.close()
-                err.close()
-                if self._workers and children:
-                    _put_back(pending, next_number, first)
-                    return _WAIT
-                del self._held[next_number]
-                error = ErrorInfo(
-                    stage="executor",
-                    type="ForkFailed",
-                    message=f"could not start the item's process: {exc}",
-                )
-                return fault_record(first[1], error, 0.0, "crashed")
+                return forked, exc
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
-                os.close(rfd)
-                # other workers see the end of their grants only once no process holds
-                # their control pipe open: not this one, either
-                for fd in [ctl_w, *(c.ctl for c in children.values())]:
+                os.close(kit.rfd)
+                # a child's pipe ends only once no process holds its write end open, and a
+                # worker's grants once no process holds its control pipe: not this one
+                later = kits[i + 1 :]
+                for fd in [
+                    *(k.ctl_w for k in kits),
+                    *(c.ctl for c in children.values()),
+                    *(k.wfd for k in later),
+                    *(k.ctl_r for k in later),
+                ]:
                     if fd is not None:
                         os.close(fd)
                 _child_main(
-                    first, self._held, wfd, ctl_r, out, err, parent, self.options.max_output_bytes
+                    kit.task,
+                    self._held,
+                    kit.wfd,
+                    kit.ctl_r,
+                    kit.out,
+                    kit.err,
+                    parent,
+                    self.options.max_output_bytes,
                 )
-            self._forks += 1
-            os.close(wfd)
-            if ctl_r is not None:
-                os.close(ctl_r)
-            with contextlib.suppress(OSError):  # also here: the child may not have run yet
-                os.setpgid(pid, pid)
-            child = _Child(pid, None, next_number, horizon, rfd, ctl_w, out, err, 0.0, None)
-            self._start(child, next_number, first[1])
-            children[pid] = child
-            sel.register(rfd, selectors.EVENT_READ, child)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        return None
+            os.close(kit.wfd)  # before the next fork: no later child may hold it
+            if kit.ctl_r is not None:
+                os.close(kit.ctl_r)
+            forked.append((kit, pid, time.monotonic()))
+        return forked, None
 
-    def _start(self, child: _Child, number: int, task: ItemTask) -> None:
-        """The child's current task is now ``task``: its clock starts."""
+    def _fork_failed(
+        self, unforked: list[_Kit], exc: OSError, pending: _Pending, children: dict[int, _Child]
+    ) -> ItemResult | _Wait:
+        """The first of ``unforked`` could not be forked: the tasks after it were not
+        tried and go back to ``pending``; its own gets a record, or waits for a worker."""
+        for kit in unforked:
+            for fd in (kit.rfd, kit.wfd, kit.ctl_r, kit.ctl_w):
+                if fd is not None:
+                    os.close(fd)
+            kit.out.close()
+            kit.err.close()
+        failed, *untried = unforked
+        for kit in reversed(untried):
+            _put_back(pending, kit.number, kit.task)
+        if self._workers and children:
+            _put_back(pending, failed.number, failed.task)
+            return _WAIT
+        del self._held[failed.number]
+        error = ErrorInfo(
+            stage="executor",
+            type="ForkFailed",
+            message=f"could not start the item's process: {exc}",
+        )
+        return fault_record(failed.task[1], error, 0.0, "crashed")
+
+    def _start(
+        self, child: _Child, number: int, task: ItemTask, started: float | None = None
+    ) -> None:
+        """The child's current task is now ``task``: its clock starts (at ``started``,
+        when it was forked for it, or now)."""
         child.task, child.number = task, number
         child.acked = True
-        child.started = time.monotonic()
+        child.started = time.monotonic() if started is None else started
         timeout = self.options.timeout
         child.deadline = child.started + timeout if timeout else None
 
