@@ -84,6 +84,49 @@ def test_a_run_of_text_checks_loads_no_model_layer(
     assert json.loads((tmp_path / "loaded.json").read_text()) == []
 
 
+def test_a_returned_message_list_counts_as_a_trajectory_without_importing_one(
+    cli: Callable[..., CliResult], write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    # the trajectory models load lazily: an evaluator that imports none of them still gets
+    # its returned conversation recorded as a trajectory, with the agent's token usage
+    write(
+        "evaluators/chat_eval.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class ChatRecord:
+            def __init__(self, messages):
+                self.messages = messages
+
+        HISTORY = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello there",
+             "usage": {"input_tokens": 120, "output_tokens": 30}},
+        ]
+
+        class Chat(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": "list"}, {"id": "record"}, {"id": "plain"}]
+
+            def run(self, item):
+                if item["id"] == "plain":
+                    return [{"name": "not a message"}]
+                return HISTORY if item["id"] == "list" else ChatRecord(HISTORY)
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("e"), "hello")
+        """,
+    )
+    result = cli("run", "evaluators", "--output-json", "report.json", "--no-progress")
+    assert result.code == 0, result
+    items = json.loads((tmp_path / "report.json").read_text())["evaluators"][0]["items"]
+    for item in items[:2]:
+        assert [m["content"] for m in item["output"]["history"]] == ["hi", "hello there"]
+        assert item["usage"]["agent"]["input_tokens"] == 120
+    assert items[2]["output"] == [{"name": "not a message"}]
+
+
 def test_trajectory_assertions_load_on_first_use() -> None:
     code = (
         "import sys\n"

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -243,16 +244,28 @@ def _is_ours(filename: str) -> bool:
 
 
 def _as_trajectory(output: Any) -> Any:
-    """The output as a Trajectory when it is one or converts to one (an agent), else None.
+    """The output as a Trajectory when it is one or converts to one (an agent, a message
+    list, a chat record: see ``as_trajectory``), else None.
 
-    Only consulted once the trajectory module is loaded: an output cannot be an agent or a
-    trajectory of ours otherwise, and plain runs must not pay for the import.
+    The trajectory module is imported only for an output that may be a conversation: plain
+    runs must not pay for it. While it is not loaded, no Trajectory or Message exists, so
+    what remains to look for is a list of message-like dicts (or SDK message objects) and
+    an object with ``to_trajectory`` or ``messages``.
     """
     if isinstance(output, (str, int, float, bool, dict)) or output is None:
         return None
-    module = sys.modules.get("agenteval.trajectory._trajectory")
+    module: Any = sys.modules.get("agenteval.trajectory._trajectory")
     if module is None:
-        return None
+        if isinstance(output, (list, tuple)):
+            first = output[0] if output else None
+            role = first.get("role") if isinstance(first, Mapping) else None
+            if hasattr(first, "model_dump") and not isinstance(first, Mapping):
+                role = getattr(first, "role", None)
+            if not isinstance(role, str):
+                return None
+        elif not (hasattr(output, "to_trajectory") or hasattr(output, "messages")):
+            return None
+        from .trajectory import _trajectory as module
     return module.as_trajectory(output)
 
 

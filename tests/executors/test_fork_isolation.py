@@ -160,3 +160,45 @@ def test_fork_exception_becomes_plain_error_record(mixed: Any) -> None:
         if r["id"] == 2
     ]
     assert record == item
+
+
+TWO_SET_UPS = """
+import os
+
+from agenteval import BaseEvaluator
+{equals}
+
+class First(BaseEvaluator):
+    def set_up(self):
+        os.environ["LAST_SET_UP"] = "First"
+
+    def get_dataset(self):
+        return [{{"id": n}} for n in range(3)]
+
+    def run(self, item):
+        return os.environ["LAST_SET_UP"]
+
+    def evaluate(self, output, item):
+        self.assert_that(Equals("First"), output)
+
+
+class Second(First):
+    def set_up(self):
+        os.environ["LAST_SET_UP"] = "Second"
+
+    def evaluate(self, output, item):
+        self.assert_that(Equals("Second"), output)
+"""
+
+
+def test_fork_forks_an_evaluators_items_before_the_next_one_is_set_up(cli: Any) -> None:
+    # free slots are forked together, but never past the next evaluator's set_up: its
+    # side effects must not reach the items of the one before
+    cli.write("two.py", TWO_SET_UPS.format(equals=cli.EQUALS))
+    result = cli.run("two.py", "-c", "8", "--no-progress", "--output-json", "report.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    items = cli.items_of(cli.json("report.json"))
+    assert [(i["evaluator"].split("::")[1], i["output"]) for i in items] == [
+        *(("First", "First"),) * 3,
+        *(("Second", "Second"),) * 3,
+    ]

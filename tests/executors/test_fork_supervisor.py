@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from agenteval import BaseEvaluator
 from agenteval._executors._base import ExecutorOptions, Isolation, StopState
 from agenteval._executors._fork import ForkExecutor
-from agenteval._item import ItemTask
+from agenteval._item import HardStop, ItemTask
 from agenteval._results import ItemResult
 
 
@@ -122,6 +123,74 @@ def test_children_forked_together_hold_only_their_own_record_pipe() -> None:
     assert sorted((r.id, r.status, r.output) for r in results) == [
         (n, "passed", inherited + 1) for n in range(4)
     ]
+
+
+class Sleeper(Echo):
+    def run(self, item: Any) -> Any:
+        time.sleep(30)
+        return item
+
+
+def test_a_hard_stop_between_forks_leaves_no_child_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second Ctrl-C can reach the main thread between two forks of a batch (another
+    thread took the signal): every child forked so far is still killed and recorded."""
+    real_fork = os.fork
+    pids: list[int] = []
+
+    def fork_then_stop() -> int:
+        if len(pids) == 3:
+            raise HardStop("second interrupt")
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork_then_stop)
+    evaluator = Sleeper()
+    tasks = iter([(evaluator, ItemTask("s.py::Sleeper", n, n, n)) for n in range(6)])
+    results: list[ItemResult] = []
+    with pytest.raises(HardStop):
+        ForkExecutor(ExecutorOptions(concurrency=4)).run(
+            tasks, lambda *records: results.extend(records), StopState()
+        )
+    assert sorted((r.id, r.status) for r in results) == [(n, "cancelled") for n in range(3)]
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already, not left running
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_running_out_of_file_descriptors_slows_the_run_down_instead_of_failing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When no pipe can be opened for another child, the next one waits for a running
+    child to exit; with none running, the item gets a record saying what to change."""
+    real_pipe = os.pipe
+    limit = {"fds": 0}
+
+    def scarce_pipe() -> tuple[int, int]:
+        if open_fds() >= limit["fds"]:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_pipe()
+
+    monkeypatch.setattr(os, "pipe", scarce_pipe)
+    limit["fds"] = open_fds() + 6  # room for the pipes and captures of about two children
+    results = run_items(6, concurrency=4)
+    assert [(r.id, r.status) for r in results] == [(n, "passed") for n in range(6)]
+
+    limit["fds"] = 0  # room for none
+    (result,) = run_items(1, concurrency=4)
+    assert result.status == "crashed"
+    assert result.error is not None and result.error.message == (
+        "could not start the item's process: [Errno 24] Too many open files (raise the "
+        "limit with `ulimit -n`, or lower --concurrency)"
+    )
 
 
 def test_fork_failure_leaves_the_items_to_the_workers_alive(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import gc
 import itertools
 import os
@@ -120,18 +121,46 @@ _Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
 """Tasks by number, in order."""
 
 
+class _Source:
+    """The tasks still to come, numbered in order as they are pulled.
+
+    Pulling past an evaluator's last item runs the next evaluator's ``set_up`` (in the
+    runner's generator), so a task is pulled only when a child is about to be forked for
+    it: every child of one evaluator is forked before the next one is set up.
+    """
+
+    def __init__(self, tasks: TaskSource, held: _Pending) -> None:
+        self.tasks = tasks
+        self.held = held  # every task pulled and not yet recorded
+        self.numbers = itertools.count()
+        self.exhausted = False
+
+    def pull(self, pending: _Pending, up_to: int = 1) -> bool:
+        """Pull tasks into ``pending`` until it holds ``up_to``; False once it is empty
+        and no task is left to pull."""
+        while not self.exhausted and len(pending) < up_to:
+            try:
+                task = next(self.tasks)
+            except StopIteration:
+                self.exhausted = True
+            else:
+                number = next(self.numbers)
+                pending[number] = self.held[number] = task
+        return bool(pending)
+
+
 @dataclass
 class _Kit:
-    """What one child is forked with: its first task and both ends of its pipes."""
+    """What one child is forked with: both ends of its pipes, and then its first task."""
 
-    number: int
-    task: tuple[BaseEvaluator, ItemTask]
     rfd: int
     wfd: int
     ctl_r: int | None
     ctl_w: int | None
     out: IO[bytes]
     err: IO[bytes]
+    number: int = -1
+    task: tuple[BaseEvaluator, ItemTask] | None = None
 
 
 _prctl: Any = None
@@ -188,8 +217,11 @@ def _capture_file() -> IO[bytes]:
     """
     memfd_create = getattr(os, "memfd_create", None)
     if memfd_create is not None:
-        with contextlib.suppress(OSError):
+        try:
             return open(memfd_create("agenteval-capture", os.MFD_CLOEXEC), "w+b")
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise  # a file on disk would need a descriptor too
     import tempfile
 
     return tempfile.TemporaryFile(prefix="agenteval-capture-")
@@ -310,6 +342,15 @@ def _run_one(
         view = view[written:]
 
 
+def _close_kit(kit: _Kit) -> None:
+    """Close what a child that was never forked would have been given."""
+    for fd in (kit.rfd, kit.wfd, kit.ctl_r, kit.ctl_w):
+        if fd is not None:
+            os.close(fd)
+    kit.out.close()
+    kit.err.close()
+
+
 def _any_exited() -> bool:
     """Whether some child of this process has exited (one system call, reaping none): if
     not, no child needs a look. Also true where that cannot be asked."""
@@ -418,8 +459,7 @@ class ForkExecutor(Executor):
         sel = selectors.DefaultSelector()
         children: dict[int, _Child] = {}
         pending: _Pending = {}
-        numbers = itertools.count()
-        exhausted = False
+        source = _Source(tasks, self._held)
         stop_deadline: float | None = None
         try:
             while True:
@@ -429,19 +469,12 @@ class ForkExecutor(Executor):
                     for child in children.values():  # workers start nothing more
                         self._end(child)
                 while not stop.requested and len(children) < limit:
-                    # a worker is forked holding every task pulled ahead; a process per
-                    # item gets one, and the free slots' children are forked together
-                    free = limit - len(children)
-                    ahead = limit * _AHEAD if self._workers else free
-                    while not exhausted and len(pending) < ahead:
-                        try:
-                            number = next(numbers)
-                            pending[number] = self._held[number] = next(tasks)
-                        except StopIteration:
-                            exhausted = True
-                    if not pending:
+                    # a worker is forked holding every task pulled ahead; the children of
+                    # a process per item are forked for all free slots together
+                    if not source.pull(pending, limit * _AHEAD if self._workers else 1):
                         break
-                    failed = self._spawn(pending, children, sel, 1 if self._workers else free)
+                    count = 1 if self._workers else limit - len(children)
+                    failed = self._spawn(source, pending, children, sel, stop, count)
                     if isinstance(failed, _Wait):
                         break  # workers alive will take the items; try forking again later
                     if failed is not None:
@@ -449,7 +482,7 @@ class ForkExecutor(Executor):
                 if self._forks >= _COLLAPSE_AFTER and not (self._collapse.done or stop.requested):
                     self._collapse.step()  # a slice: supervision goes on meanwhile
                 # once stopping, tasks no child started stay unrecorded: resume runs them
-                if not children and (stop.requested or (exhausted and not pending)):
+                if not children and (stop.requested or (source.exhausted and not pending)):
                     return
                 lines: list[_Line] = []
                 finished: list[ItemResult] = []
@@ -542,15 +575,17 @@ class ForkExecutor(Executor):
 
     def _spawn(
         self,
+        source: _Source,
         pending: _Pending,
         children: dict[int, _Child],
         sel: selectors.BaseSelector,
+        stop: StopState,
         count: int,
     ) -> ItemResult | _Wait | None:
-        """Fork a child for each of the first ``count`` pending tasks (a worker holds all
-        pending ones), back to back, then register them. When a fork fails: that task's
-        record, or ``_WAIT`` where live workers can take it instead; the tasks after it go
-        back to ``pending``."""
+        """Fork up to ``count`` children back to back, each for the first pending task
+        (pulled as it is needed; a worker holds all pending ones), then register them.
+        When a fork fails: that task's record, or ``_WAIT`` where live workers can take it
+        instead."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -559,58 +594,99 @@ class ForkExecutor(Executor):
                 f"when items were forked; fork with threads can deadlock — start threads and "
                 f"clients in run(), or use --concurrency 1"
             )
-        horizon = next(reversed(self._held)) + 1  # numbers only grow
-        kits = [self._kit(pending, horizon) for _ in range(min(count, len(pending)))]
+        kits: list[_Kit] = []
+        try:
+            while len(kits) < count:
+                kits.append(self._kit())
+        except OSError as exc:  # out of file descriptors: fork as many as could be opened
+            if not kits:
+                if children:  # theirs come back as they exit: try again then
+                    return _WAIT
+                number = next(iter(pending))
+                return self._fork_failed(number, pending.pop(number), exc, pending, children)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        forked: list[tuple[_Kit, int, float]] = []
+        failure: OSError | None = None
         # Signals stay blocked until the children are registered: no handler may run in a
-        # child before it has set its own dispositions, and a second Ctrl-C (HardStop) must
-        # not leave a child the cleanup does not know about.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        # child before it has set its own dispositions. A signal another thread takes can
+        # still run the handler here (a second Ctrl-C raises HardStop): every child forked
+        # so far is registered all the same, so the cleanup knows it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # unchanged: what to restore
         try:
-            forked, failure = self._fork_all(kits, children)
+            signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+            failure = self._fork_all(kits, source, pending, children, stop, forked)
+        finally:
             self._forks += len(forked)
             for kit, pid, started in forked:
-                with contextlib.suppress(OSError):  # also here: the child may not have run yet
-                    os.setpgid(pid, pid)
+                assert kit.task is not None
+                horizon = next(reversed(self._held)) + 1  # what a worker holds; numbers grow
                 child = _Child(
                     pid, None, kit.number, horizon, kit.rfd, kit.ctl_w, kit.out, kit.err, 0.0, None
                 )
-                self._start(child, kit.number, kit.task[1], started)
                 children[pid] = child
+                self._start(child, kit.number, kit.task[1], started)
                 sel.register(kit.rfd, selectors.EVENT_READ, child)
-        finally:
+                with contextlib.suppress(OSError):  # also here: the child may not have run yet
+                    os.setpgid(pid, pid)
+            for kit in kits[len(forked) + (failure is not None) :]:
+                _close_kit(kit)  # not needed: no task was left, or the run is stopping
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if failure is None:
             return None
-        return self._fork_failed(kits[len(forked) :], failure, pending, children)
+        failed = kits[len(forked)]
+        _close_kit(failed)
+        assert failed.task is not None
+        return self._fork_failed(failed.number, failed.task, failure, pending, children)
 
-    def _kit(self, pending: _Pending, horizon: int) -> _Kit:
-        """Take the first pending task and open what its child will be forked with."""
-        number = next(iter(pending))
-        rfd, wfd = os.pipe()
+    def _kit(self) -> _Kit:
+        """Open the pipes (and capture files) a child will be forked with; all or none."""
+        opened: list[Any] = []
+        try:
+            rfd, wfd = os.pipe()
+            opened += (rfd, wfd)
+            ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
+            opened += (ctl_r, ctl_w)
+            out = _capture_file()
+            opened.append(out)
+            kit = _Kit(rfd, wfd, ctl_r, ctl_w, out, _capture_file())
+        except OSError:
+            for thing in opened:
+                if isinstance(thing, int):
+                    os.close(thing)
+                elif thing is not None:
+                    thing.close()
+            raise
         os.set_blocking(rfd, False)
-        ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
-        task = pending.pop(number)
-        return _Kit(number, task, rfd, wfd, ctl_r, ctl_w, _capture_file(), _capture_file())
+        return kit
 
     def _fork_all(
-        self, kits: list[_Kit], children: dict[int, _Child]
-    ) -> tuple[list[tuple[_Kit, int, float]], OSError | None]:
-        """Fork the kits' children in a tight loop, up to the first fork that fails.
+        self,
+        kits: list[_Kit],
+        source: _Source,
+        pending: _Pending,
+        children: dict[int, _Child],
+        stop: StopState,
+        forked: list[tuple[_Kit, int, float]],
+    ) -> OSError | None:
+        """Fork the kits' children in a tight loop, appending each to ``forked``, until the
+        kits or the tasks run out, the run is stopped, or a fork fails (returned).
 
         After each fork the parent's memory is shared with the new child, so every page
         the parent writes before the next fork is copied: the less it does in between,
-        the cheaper each child (bookkeeping waits until all are forked).
+        the cheaper each child (registering them waits until all are forked).
         """
         parent = os.getpid()
-        forked: list[tuple[_Kit, int, float]] = []
         for i, kit in enumerate(kits):
+            if stop.requested or not source.pull(pending):
+                return None
+            kit.number = next(iter(pending))
+            kit.task = pending.pop(kit.number)
             try:
                 pid = os.fork()
             except OSError as exc:  # out of processes or memory: this item cannot start
-                return forked, exc
+                return exc
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 os.close(kit.rfd)
                 # a child's pipe ends only once no process holds its write end open, and a
@@ -638,32 +714,27 @@ class ForkExecutor(Executor):
             if kit.ctl_r is not None:
                 os.close(kit.ctl_r)
             forked.append((kit, pid, time.monotonic()))
-        return forked, None
+        return None
 
     def _fork_failed(
-        self, unforked: list[_Kit], exc: OSError, pending: _Pending, children: dict[int, _Child]
+        self,
+        number: int,
+        task: tuple[BaseEvaluator, ItemTask],
+        exc: OSError,
+        pending: _Pending,
+        children: dict[int, _Child],
     ) -> ItemResult | _Wait:
-        """The first of ``unforked`` could not be forked: the tasks after it were not
-        tried and go back to ``pending``; its own gets a record, or waits for a worker."""
-        for kit in unforked:
-            for fd in (kit.rfd, kit.wfd, kit.ctl_r, kit.ctl_w):
-                if fd is not None:
-                    os.close(fd)
-            kit.out.close()
-            kit.err.close()
-        failed, *untried = unforked
-        for kit in reversed(untried):
-            _put_back(pending, kit.number, kit.task)
+        """No process could be started for ``task``: its record, or back to ``pending``
+        when live workers can take it."""
         if self._workers and children:
-            _put_back(pending, failed.number, failed.task)
+            _put_back(pending, number, task)
             return _WAIT
-        del self._held[failed.number]
-        error = ErrorInfo(
-            stage="executor",
-            type="ForkFailed",
-            message=f"could not start the item's process: {exc}",
-        )
-        return fault_record(failed.task[1], error, 0.0, "crashed")
+        del self._held[number]
+        message = f"could not start the item's process: {exc}"
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            message += " (raise the limit with `ulimit -n`, or lower --concurrency)"
+        error = ErrorInfo(stage="executor", type="ForkFailed", message=message)
+        return fault_record(task[1], error, 0.0, "crashed")
 
     def _start(
         self, child: _Child, number: int, task: ItemTask, started: float | None = None
