@@ -347,3 +347,40 @@ def test_fork_progress_bar_on_a_terminal_is_not_a_thread_warning(cli: Any) -> No
     assert "\x1b[" in out  # the live display was drawn
     assert "PASSED: 4 items, 4 passed" in out
     assert "thread(s) were running" not in out
+
+
+PRINTER_EVALUATOR = """
+from agenteval import BaseEvaluator
+
+
+class Printer(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(120)]
+
+    def run(self, item):
+        for line in range(20):
+            print("hello from", item["id"], line)
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_items_that_print_under_the_live_display_keep_their_own_clean_output(
+    cli: Any, isolation: str
+) -> None:
+    # the live display replaces sys.stdout with a proxy guarded by a lock its refresh
+    # thread takes: a child that inherited it printed into the display (and could
+    # deadlock on the lock); children write to their own capture instead
+    cli.write("printer.py", PRINTER_EVALUATOR)
+    args = ("printer.py", "-c", "4", "--isolation", isolation, "--output-json", "report.json")
+    started = time.monotonic()
+    code, out = run_on_terminal(cli, *args, "--timeout", "20")
+    assert code == 0, out
+    assert time.monotonic() - started < 25
+    items = cli.items_of(cli.json("report.json"))
+    assert [i["status"] for i in items] == ["passed"] * 120
+    for item in items:
+        assert item["stdout"] == "".join(f"hello from {item['id']} {n}\n" for n in range(20))
