@@ -142,3 +142,23 @@ def test_flat_values_are_copied_as_they_are_and_the_rest_still_converted() -> No
     assert out["e"]["unserializable"] == "builtins.float"
     assert out["f"][0] == 1 and out["f"][1]["unserializable"] == "builtins.float"
     assert out is not value and to_jsonable([1, "x", [math.nan]])[2][0]["repr"] == "nan"
+
+
+class Shouts(BaseEvaluator):
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        raise ValueError("m" * 5_000_000)
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        pass
+
+
+def test_a_huge_error_message_is_capped_in_the_record() -> None:
+    record = execute_item(Shouts(), ItemTask("s.py::Shouts", 0, 0, {}))
+    assert record.status == "error" and record.error is not None
+    message = record.error.message
+    assert message == "m" * 65536 + "… [4934464 more characters not kept]"
+    assert len(record.error.traceback) < 70_000
+    assert len(record_json(record)) < 150_000

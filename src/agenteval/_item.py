@@ -227,11 +227,21 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
     return ErrorInfo(
         stage=stage,
         type=name,
-        message=message,
-        traceback=tb,
+        message=_capped_text(message),
+        traceback=_capped_text(tb),
         file=_shown_path(file) if file else None,
         line=line,
     )
+
+
+ERROR_TEXT_LIMIT = 64 * 1024
+"""Characters of an error's message, and of its traceback, kept in the record."""
+
+
+def _capped_text(text: str) -> str:
+    if len(text) <= ERROR_TEXT_LIMIT:
+        return text
+    return f"{text[:ERROR_TEXT_LIMIT]}… [{len(text) - ERROR_TEXT_LIMIT} more characters not kept]"
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

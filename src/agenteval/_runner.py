@@ -421,8 +421,13 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
         name = signal.Signals(signum).name
         if stop.requested is None:
             stop.requested = name
+
             # in-process items cannot be killed: re-signal ourselves when grace runs out
-            t = threading.Timer(stop.grace + stop.backstop, lambda: os.kill(os.getpid(), signum))
+            def expire() -> None:
+                stop.expired = True
+                os.kill(os.getpid(), signum)
+
+            t = threading.Timer(stop.grace + stop.backstop, expire)
             t.daemon = True
             t.start()
             timer.append(t)

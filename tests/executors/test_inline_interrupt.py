@@ -51,6 +51,10 @@ def test_inline_interrupt_cancels_an_item_past_the_grace_period(tmp_path: Path) 
     assert proc.returncode == 130, out
     items = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
     assert [(i["id"], i["status"]) for i in items] == [("quick", "passed"), ("stuck", "cancelled")]
+    # one interrupt: the grace period ran out (no second interrupt came)
+    assert items[1]["error"]["message"] == (
+        "the run was interrupted and the item did not finish within the grace period"
+    )
     assert "Resume with: agenteval run --grace 0.5 --output-json out.json --resume " in out
     records = next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
     assert [json.loads(line)["status"] for line in records.splitlines()] == ["passed", "cancelled"]

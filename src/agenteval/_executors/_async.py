@@ -33,7 +33,7 @@ import time
 from types import CodeType
 
 from .._evaluator import BaseEvaluator
-from .._item import STOPPED, HardStop, ItemTask, aexecute_item, error_info, fault_record
+from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._timers import PromptSelector
@@ -81,7 +81,7 @@ class AsyncExecutor(Executor):
             while running:
                 key = next(iter(running))
                 task = running.pop(key)
-                on_result(cancelled_record(task, now - items.started.get(key, now), STOPPED))
+                on_result(cancelled_record(task, now - items.started.get(key, now), stop.cut_off))
             raise
         finally:
             items.close(wait)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from .._evaluator import BaseEvaluator
-from .._item import CANCELLED, ItemTask, fault_record
+from .._item import CANCELLED, STOPPED, ItemTask, fault_record
 from .._results import ErrorInfo, ItemResult
 
 TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
@@ -45,6 +45,13 @@ class StopState:
     requested: str | None = None
     grace: float = 10.0
     backstop: float = 0.0
+    expired: bool = False  # the stop at once came from the grace period's end, not a signal
+
+    @property
+    def cut_off(self) -> str:
+        """Why an item stopped at once was cut off: the grace period ran out, or a second
+        interrupt came."""
+        return CANCELLED if self.expired else STOPPED
 
 
 Isolation = Literal["item", "worker"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .._item import STOPPED, HardStop, close_loop, execute_item
+from .._item import HardStop, close_loop, execute_item
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
 
@@ -31,7 +31,7 @@ class InlineExecutor(Executor):
                 try:
                     record = execute_item(evaluator, task, max_output_bytes=limit)
                 except HardStop:
-                    on_result(cancelled_record(task, time.perf_counter() - started, STOPPED))
+                    on_result(cancelled_record(task, time.perf_counter() - started, stop.cut_off))
                     raise
                 on_result(record)
         finally:
