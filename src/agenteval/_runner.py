@@ -84,6 +84,9 @@ class _EvaluatorState:
     datasets: dict[str, str | None] = field(default_factory=dict)
     ready: bool = False
     complete: bool = True
+    all_pulled: bool = False
+    """Every item of its (in-memory) dataset was handed out: once all have a record, it
+    is complete even if the run is interrupted before the generator finds out."""
 
 
 class _Drivers:
@@ -327,6 +330,7 @@ class _Run:
                 self.drivers.call("item_finished", done)
                 continue
             state.pending += 1
+            state.all_pulled = ids is not None and index == len(ids)
             yield instance, task
         if self.stop.requested:
             state.complete = False
@@ -390,13 +394,26 @@ class _Run:
             self.drivers.call("output", summary)
             self._next_output += 1
 
-    def close_unfinished(self) -> None:
-        """After an interrupt: report every evaluator that did not finish, started or not."""
+    def close_unfinished(self, *, hard: bool) -> None:
+        """After an interrupt: report every evaluator that did not finish, started or not.
+
+        Each one whose ``set_up`` ran is torn down, unless the run was stopped at once
+        (``hard``) or another interrupt comes meanwhile.
+        """
         for state in self.states:
-            if not state.finalised:
-                state.finalised = True
-                state.complete = False
-                state.ended = time.perf_counter()
+            if state.finalised:
+                continue
+            state.finalised = True
+            state.complete = state.all_pulled and state.pending == 0
+            if state.ready and state.instance is not None and not hard:
+                try:
+                    state.instance.tear_down()
+                except (HardStop, KeyboardInterrupt):
+                    hard = True  # interrupted again: tear nothing more down
+                except BaseException as exc:
+                    if state.error is None:
+                        self._fail(state, "tear_down", exc)
+            state.ended = time.perf_counter()
         self._flush()
 
 
@@ -679,7 +696,7 @@ def run_evaluations(
         if jr is not None:
             jr.close()
     if stop.requested or hard:
-        run.close_unfinished()
+        run.close_unfinished(hard=hard)
     interrupted = stop.requested
     notices.extend(chosen.notices)
     summary = RunSummary(

@@ -288,3 +288,58 @@ def test_interrupt_parent_death_takes_children_down(slow_runs: dict[str, Any]) -
     assert cli.own_processes() == []
     # the journal written so far is still valid
     assert sorted(r["id"] for r in cli.records()) == ["quick-0", "quick-1"]
+
+
+TEAR_DOWN_EVALUATOR = """
+import os
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class Quick(BaseEvaluator):
+    def set_up(self):
+        Path("lifecycle.log").open("a").write(f"set_up {type(self).__name__}\\n")
+
+    def tear_down(self):
+        Path("lifecycle.log").open("a").write(f"tear_down {type(self).__name__}\\n")
+
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    def run(self, item):
+        Path("pids").mkdir(exist_ok=True)
+        Path("pids", f"{type(self).__name__}-{item['id']}").write_text(str(os.getpid()))
+        time.sleep(0.8)
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class NeverStarted(Quick):
+    pass
+"""
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_interrupt_tears_down_what_was_set_up_and_keeps_finished_evaluators_complete(
+    cli: Any, concurrency: str
+) -> None:
+    # a SIGINT while Quick's items run: they finish within the grace period, Quick is torn
+    # down and reported complete; NeverStarted was never set up, so it is neither
+    cli.write("lifecycle.py", TEAR_DOWN_EVALUATOR)
+    started = time.monotonic()
+    proc = cli.start("lifecycle.py", "--no-progress", "--output-json", "out.json", "-c", concurrency)
+    wait_for_pids(cli, 2 if concurrency == "2" else 1)
+    os.kill(proc.pid, signal.SIGINT)
+    result = cli.finish(proc, started)
+    assert result.returncode == 130, result.stdout + result.stderr
+    log = (cli.root / "lifecycle.log").read_text().splitlines()
+    assert log == ["set_up Quick", "tear_down Quick"]
+    quick, never = cli.json("out.json")["evaluators"]
+    if concurrency == "2":  # both items were in flight and finished
+        assert [i["status"] for i in quick["items"]] == ["passed", "passed"]
+        assert quick["complete"] is True
+    assert never["complete"] is False and never["items"] == []

@@ -251,9 +251,11 @@ def _child_main(
     err: IO[bytes],
     parent: int,
     max_output_bytes: int | None,
+    threaded: bool,
 ) -> None:
     """Runs in the forked child; never returns. Runs its first task, then, as a worker,
-    each task of ``held`` the parent grants, writing one JSON line per item."""
+    each task of ``held`` the parent grants, writing one JSON line per item. ``threaded``:
+    other threads ran in the parent at the fork."""
     code = 0
     try:
         # the parent's objects are the parent's: a collection that walked them would copy
@@ -277,6 +279,8 @@ def _child_main(
         os.close(devnull)
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
+        if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
+            _fresh_streams()
         evaluator, task = first
         while True:
             _run_one(evaluator, task, wfd, out, err, max_output_bytes)
@@ -289,6 +293,35 @@ def _child_main(
         code = 71
     finally:
         os._exit(code)
+
+
+def _fresh_streams() -> None:
+    """Give the child ``sys.stdout`` and ``sys.stderr`` of its own, on its capture files.
+
+    The inherited ones may be locked for good: another thread of the parent (the live
+    progress display's refresh, say) may have been writing at the moment of the fork, and
+    the child would wait forever on that lock. While the live display runs they are its proxies,
+    too, which would draw into a display that is not the child's. Streams the user's own
+    code put in their place are left alone.
+    """
+    proxy = sys.modules.get("rich.file_proxy")
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        stream, original = getattr(sys, name), getattr(sys, f"__{name}__")
+        if proxy is not None and isinstance(stream, proxy.FileProxy):
+            stream = stream.rich_proxied_file
+        if original is None or stream is not original:
+            continue
+        fresh = open(  # noqa: SIM115 - it lives as long as the process
+            fd,
+            "w",
+            buffering=1 if original.line_buffering else -1,
+            encoding=original.encoding,
+            errors=original.errors,
+            closefd=False,
+        )
+        fresh.reconfigure(write_through=original.write_through)
+        setattr(sys, name, fresh)
+        setattr(sys, f"__{name}__", fresh)
 
 
 def _read_grant(ctl: int) -> int | None:
@@ -424,7 +457,8 @@ def _other_threads() -> list[threading.Thread]:
     """Threads besides this one that could hold a lock at fork time.
 
     rich's progress refresh thread is left out: it only repaints the parent's console,
-    which children never use, and counting it would warn on every run in a terminal.
+    and children get streams of their own (``_fresh_streams``); counting it would warn on
+    every run in a terminal.
     """
     current = threading.current_thread()
     return [
@@ -683,6 +717,7 @@ class ForkExecutor(Executor):
                 return None
             kit.number = next(iter(pending))
             kit.task = pending.pop(kit.number)
+            threaded = threading.active_count() > 1
             try:
                 pid = os.fork()
             except OSError as exc:  # out of processes or memory: this item cannot start
@@ -709,6 +744,7 @@ class ForkExecutor(Executor):
                     kit.err,
                     parent,
                     self.options.max_output_bytes,
+                    threaded,
                 )
             os.close(kit.wfd)  # before the next fork: no later child may hold it
             if kit.ctl_r is not None:

@@ -27,33 +27,6 @@ def _one_line(text: str, limit: int = _MSG_LIMIT) -> str:
     return safe(text.replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
 
 
-_restoring = False
-
-
-def _restore_streams_in_children() -> None:
-    """Have every process forked from here on write to the real stdout and stderr.
-
-    While the live display runs, rich replaces ``sys.stdout`` and ``sys.stderr`` with
-    proxies that print above it, under a lock its refresh thread takes. A forked child (an
-    item's process) that kept them would draw into a display that is not its own, and could
-    wait forever on a lock that thread held at the fork.
-    """
-    global _restoring
-    if not _restoring:
-        _restoring = True
-        os.register_at_fork(after_in_child=_real_streams)
-
-
-def _real_streams() -> None:
-    proxy = sys.modules.get("rich.file_proxy")
-    if proxy is None:
-        return
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if isinstance(stream, proxy.FileProxy):
-            setattr(sys, name, stream.rich_proxied_file)
-
-
 class ConsoleOutput(OutputDriver):
     """The terminal report (Neuron's ``ConsoleDriver``): the default driver.
 
@@ -153,7 +126,6 @@ class ConsoleOutput(OutputDriver):
                 TimeRemainingColumn,
             )
 
-            _restore_streams_in_children()
             self._bars = Progress(
                 TextColumn("{task.description}", markup=False),
                 BarColumn(),
