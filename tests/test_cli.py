@@ -566,3 +566,73 @@ def test_cli_bad_option_values_are_one_line(cli: Cli) -> None:
     assert len(unknown.stderr.strip().splitlines()) == 1
     bare = cli()
     assert bare.code == 0 and bare.stdout.startswith("Usage: agenteval")
+
+
+def test_cli_piped_into_a_reader_that_stops_early_is_quiet(write: Write, tmp_path: Path) -> None:
+    # `agenteval run ... | head -1`: the console's reader goes away; the run still finishes
+    # and writes its files, with its own exit code and no driver failure
+    import os
+    import subprocess
+    import sys
+
+    write(
+        "evaluators/many_eval.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Many(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": n} for n in range(50)]
+
+            def run(self, item):
+                return item["id"]
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "agenteval"), "run", "evaluators", "-v"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert first.startswith(b"agenteval \xc2\xb7 run ")
+    assert stderr == ""
+    assert list((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl"))
+
+
+def test_cli_header_names_worker_isolation_and_an_unused_concurrency(
+    cli: Cli, write: Write
+) -> None:
+    write(
+        "evaluators/one_eval.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class One(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": 1}]
+
+            def run(self, item):
+                return "ok"
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    workers = cli("run", "evaluators", "-c", "2", "--isolation", "worker")
+    assert workers.code == 0, workers
+    assert workers.lines[0].endswith("· 1 evaluator · concurrency 2 (fork, worker isolation)")
+    inline = cli("run", "evaluators", "-c", "2", "--executor", "inline")
+    assert inline.code == 0, inline
+    assert inline.lines[0].endswith("· 1 evaluator · sequential")
+    assert "notice: --executor inline runs one item at a time: -c 2 was not used" in inline.lines

@@ -468,6 +468,10 @@ def _choose_executor(
     if name == "auto":
         # a timeout can only be enforced across a process boundary
         name = "fork" if options.concurrency > 1 or options.timeout else "inline"
+    if name == "inline" and options.concurrency > 1:
+        notices.append(
+            f"--executor inline runs one item at a time: -c {options.concurrency} was not used"
+        )
     if name == "inline" and options.timeout:
         raise UsageError(
             "--timeout needs a process per item: use --executor fork (or leave --executor unset)"
@@ -679,6 +683,7 @@ def run_evaluations(
             evaluators=[s.name for s in specs],
             concurrency=concurrency,
             executor=chosen.name,
+            isolation=options.isolation,
             run_dir=str(jr.dir) if jr else None,
             resumed=resumed,
             argv=argv,

@@ -331,7 +331,9 @@ def test_interrupt_tears_down_what_was_set_up_and_keeps_finished_evaluators_comp
     # down and reported complete; NeverStarted was never set up, so it is neither
     cli.write("lifecycle.py", TEAR_DOWN_EVALUATOR)
     started = time.monotonic()
-    proc = cli.start("lifecycle.py", "--no-progress", "--output-json", "out.json", "-c", concurrency)
+    proc = cli.start(
+        "lifecycle.py", "--no-progress", "--output-json", "out.json", "-c", concurrency
+    )
     wait_for_pids(cli, 2 if concurrency == "2" else 1)
     os.kill(proc.pid, signal.SIGINT)
     result = cli.finish(proc, started)

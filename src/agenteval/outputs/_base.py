@@ -16,6 +16,8 @@ class RunInfo:
     evaluators: list[str]
     concurrency: int = 1
     executor: str = "inline"
+    isolation: str = "item"
+    """``worker`` when ``--isolation worker`` let a process run several items."""
     run_dir: str | None = None
     resumed: bool = False
     argv: list[str] = field(default_factory=list)

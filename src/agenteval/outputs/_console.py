@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -51,6 +52,7 @@ class ConsoleOutput(OutputDriver):
         self._counts: dict[str, list[int]] = {}
         self._argv: list[str] = []
         self._parallel = False
+        self._gone = False  # whoever read the console has gone away
 
     # -- plumbing ------------------------------------------------------------------------
     @property
@@ -63,14 +65,31 @@ class ConsoleOutput(OutputDriver):
         return self._console
 
     def _line(self, text: str, style: str | None = None) -> None:
-        if self._plain():
-            stream = self.stream or sys.stdout
-            stream.write(text + "\n")
-            stream.flush()
+        if self._gone:
             return
-        from rich.text import Text
+        try:
+            if self._plain():
+                stream = self.stream or sys.stdout
+                stream.write(text + "\n")
+                stream.flush()
+                return
+            from rich.text import Text
 
-        self.console.print(Text(text, style=style or ""))
+            self.console.print(Text(text, style=style or ""))
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """The reader of the console went away (``agenteval run ... | head``): print no
+        more, as other command-line tools do. The run goes on and its exit code stays its
+        own; what is still buffered goes to /dev/null, so that Python does not complain
+        when it flushes stdout at exit."""
+        self._gone = True
+        stream = self.stream or sys.stdout
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
 
     def _plain(self) -> bool:
         """Whether lines go out as they are, without rich: the stream is no terminal and
@@ -108,7 +127,8 @@ class ConsoleOutput(OutputDriver):
         mode = (
             "sequential"
             if run.executor == "inline"
-            else f"concurrency {run.concurrency} ({run.executor})"
+            else f"concurrency {run.concurrency} ({run.executor}"
+            f"{', worker isolation' if run.isolation == 'worker' else ''})"
         )
         resumed = " · resumed" if run.resumed else ""
         self._line(
@@ -170,12 +190,15 @@ class ConsoleOutput(OutputDriver):
             self._print(text, style)
 
     def _print(self, text: str, style: str | None) -> None:
-        if self._bars is not None:
-            from rich.text import Text
-
-            self._bars.console.print(Text(text, style=style or ""))
-        else:
+        if self._bars is None:
             self._line(text, style)
+            return
+        from rich.text import Text
+
+        try:
+            self._bars.console.print(Text(text, style=style or ""))
+        except BrokenPipeError:
+            self._reader_gone()
 
     def finish_run(self, run: RunSummary) -> None:
         """Stop the progress display and print the verdict."""
