@@ -13,6 +13,7 @@ import pytest
 from agenteval import BaseEvaluator
 from agenteval._executors._base import ExecutorOptions, Isolation, StopState
 from agenteval._executors._fork import ForkExecutor
+from agenteval._executors._sweeper import Sweeper
 from agenteval._item import HardStop, ItemTask
 from agenteval._results import ItemResult
 
@@ -26,6 +27,12 @@ class Echo(BaseEvaluator):
 
     def evaluate(self, output: Any, item: Any) -> None:
         pass
+
+
+@pytest.fixture
+def no_sweeper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that count the forks count only the items' (the sweeper is forked first)."""
+    monkeypatch.setattr(Sweeper, "start", lambda self: None)
 
 
 def run_items(count: int, isolation: Isolation = "item", concurrency: int = 2) -> list[ItemResult]:
@@ -49,6 +56,7 @@ def test_fork_supervisor_runs_items_in_children() -> None:
 
 def test_fork_supervisor_marks_item_crashed_when_fork_fails(
     monkeypatch: pytest.MonkeyPatch,
+    no_sweeper: None,
 ) -> None:
     real_fork = os.fork
     calls: list[int] = []
@@ -70,7 +78,9 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
     )
 
 
-def test_fork_failure_in_a_batch_costs_only_its_item(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fork_failure_in_a_batch_costs_only_its_item(
+    monkeypatch: pytest.MonkeyPatch, no_sweeper: None
+) -> None:
     """Four free slots are forked back to back; the second fork fails: its item crashes,
     the two after it were not tried and run later, like the first."""
     real_fork = os.fork
@@ -133,6 +143,7 @@ class Sleeper(Echo):
 
 def test_a_hard_stop_between_forks_leaves_no_child_behind(
     monkeypatch: pytest.MonkeyPatch,
+    no_sweeper: None,
 ) -> None:
     """A second Ctrl-C can reach the main thread between two forks of a batch (another
     thread took the signal): every child forked so far is still killed and recorded."""
@@ -195,6 +206,7 @@ def test_running_out_of_file_descriptors_slows_the_run_down_instead_of_failing_i
 
 def test_fork_failure_leaves_the_items_to_the_workers_alive(
     monkeypatch: pytest.MonkeyPatch,
+    no_sweeper: None,
 ) -> None:
     """With --isolation worker, a fork that fails while a worker is alive costs no item:
     the worker takes them (and the fork is tried again when a slot frees up)."""

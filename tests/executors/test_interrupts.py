@@ -345,3 +345,41 @@ def test_interrupt_tears_down_what_was_set_up_and_keeps_finished_evaluators_comp
         assert [i["status"] for i in quick["items"]] == ["passed", "passed"]
         assert quick["complete"] is True
     assert never["complete"] is False and never["items"] == []
+
+
+SPAWNER_EVALUATOR = """
+import subprocess
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class Spawner(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    def run(self, item):
+        server = subprocess.Popen(["sleep", "300"])  # what an item may start and leave
+        Path("pids").mkdir(exist_ok=True)
+        Path("pids", f"spawned-{item['id']}").write_text(str(server.pid))
+        time.sleep(30)
+        return "done"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_killing_agenteval_outright_takes_down_what_items_started(cli: Any, isolation: str) -> None:
+    # SIGKILL (the OOM killer, a CI runner's hard kill): no handler runs in agenteval;
+    # the item processes die with it (PR_SET_PDEATHSIG), and the sweeper kills the rest
+    # of their process groups, so nothing an item started keeps running unparented
+    cli.write("spawner.py", SPAWNER_EVALUATOR)
+    proc = cli.start("spawner.py", "-c", "2", "--isolation", isolation, "--no-progress")
+    spawned = list(wait_for_pids(cli, 2).values())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in spawned), 10)
+    assert cli.wait_until(lambda: cli.own_processes() == [], 10)

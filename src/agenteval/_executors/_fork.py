@@ -60,6 +60,7 @@ from .._item import (
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
+from ._sweeper import Sweeper
 
 KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL for a timed-out child."""
@@ -484,12 +485,14 @@ class ForkExecutor(Executor):
         # a worker is forked once per slot, not per item: no forks to make cheaper
         self._collapse = HeapCollapse()
         self._collapse.done |= self._workers
+        self._sweeper = Sweeper()
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Fork, supervise and collect until every task is done or the run is stopped."""
         limit = self.options.concurrency
         stop.backstop = max(stop.backstop, _BACKSTOP)
         _load_prctl()
+        self._sweeper.start()
         sel = selectors.DefaultSelector()
         children: dict[int, _Child] = {}
         pending: _Pending = {}
@@ -539,6 +542,7 @@ class ForkExecutor(Executor):
                         os.waitpid(child.pid, 0)
                 self._close(child)
             sel.close()
+            self._sweeper.stop()
 
     def _collect(
         self,
@@ -660,6 +664,7 @@ class ForkExecutor(Executor):
                     pid, None, kit.number, horizon, kit.rfd, kit.ctl_w, kit.out, kit.err, 0.0, None
                 )
                 children[pid] = child
+                self._sweeper.created(pid)
                 self._start(child, kit.number, kit.task[1], started)
                 sel.register(kit.rfd, selectors.EVENT_READ, child)
                 with contextlib.suppress(OSError):  # also here: the child may not have run yet
@@ -728,6 +733,7 @@ class ForkExecutor(Executor):
                 # worker's grants once no process holds its control pipe: not this one
                 later = kits[i + 1 :]
                 for fd in [
+                    self._sweeper.fd,
                     *(k.ctl_w for k in kits),
                     *(c.ctl for c in children.values()),
                     *(k.wfd for k in later),
@@ -889,6 +895,8 @@ class ForkExecutor(Executor):
         return records
 
     def _close(self, child: _Child) -> None:
+        """The child was reaped and its group swept: nothing of it is left."""
+        self._sweeper.swept(child.pid)
         self._end(child)
         with contextlib.suppress(OSError):
             os.close(child.fd)
