@@ -54,6 +54,9 @@ class ItemTask:
     id: str | int
     input: Any
     repeat: int = 0
+    last: bool | None = None
+    """Whether it is the last task of its evaluator, where the dataset can tell (None when
+    it cannot): after it, the next task is another evaluator's, set up first."""
 
 
 @dataclass

@@ -304,36 +304,55 @@ class _Run:
         self.drivers.call(
             "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
         )
-        index = 0
+        runnable = self._runnable(state, iterator, ids, check)
+        # one item ahead (the dataset's own iterator, never another evaluator's set_up):
+        # each task says whether it is the evaluator's last
+        ahead = next(runnable, None)
+        while ahead is not None:
+            following = next(runnable, None)
+            index, item_id, item = ahead
+            state.pending += 1
+            yield instance, ItemTask(state.spec.id, index, item_id, item, last=following is None)
+            ahead = following
+        if self.stop.requested:
+            state.complete = False
+
+    def _runnable(
+        self,
+        state: _EvaluatorState,
+        iterator: Iterator[Any],
+        ids: list[str | int] | None,
+        check: _Ids,
+    ) -> Iterator[tuple[int, str | int, Any]]:
+        """``(index, id, item)`` of each item to run, until the dataset ends (then
+        ``all_pulled``), fails or the run is stopped. Items a resumed run has records of
+        are recorded as they are passed."""
         spec_id, previous = state.spec.id, self.previous
+        index = -1
         while not self.stop.requested:
+            index += 1
             try:
                 item = next(iterator)
             except StopIteration:
-                break
+                state.all_pulled = True
+                return
             except HardStop:
                 raise
             except BaseException as exc:
                 self._fail(state, "get_dataset", exc)
-                break
+                return
             try:
                 item_id = ids[index] if ids is not None else check(item, index)
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)
-                break
-            task = ItemTask(spec_id, index, item_id, item)
-            index += 1
+                return
             kept = previous.get((spec_id, str(item_id), 0)) if previous else None
             if kept is not None:
                 done, offset, length = kept
                 state.builder.add(done, at=(offset, length))
                 self.drivers.call("item_finished", done)
                 continue
-            state.pending += 1
-            state.all_pulled = ids is not None and index == len(ids)
-            yield instance, task
-        if self.stop.requested:
-            state.complete = False
+            yield index, item_id, item
 
     # -- results ---------------------------------------------------------------------
     def on_result(self, *results: ItemResult) -> None:

@@ -191,11 +191,15 @@ class Second(First):
 """
 
 
-def test_fork_forks_an_evaluators_items_before_the_next_one_is_set_up(cli: Any) -> None:
-    # free slots are forked together, but never past the next evaluator's set_up: its
-    # side effects must not reach the items of the one before
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_fork_forks_an_evaluators_items_before_the_next_one_is_set_up(
+    cli: Any, isolation: str
+) -> None:
+    # tasks are pulled ahead, but never past the next evaluator's set_up: its side effects
+    # must not reach the processes of the one before
     cli.write("two.py", TWO_SET_UPS.format(equals=cli.EQUALS))
-    result = cli.run("two.py", "-c", "8", "--no-progress", "--output-json", "report.json")
+    args = ("-c", "8", "--isolation", isolation, "--no-progress", "--output-json", "report.json")
+    result = cli.run("two.py", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     items = cli.items_of(cli.json("report.json"))
     assert [(i["evaluator"].split("::")[1], i["output"]) for i in items] == [

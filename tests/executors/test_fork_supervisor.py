@@ -37,7 +37,12 @@ def no_sweeper(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_items(count: int, isolation: Isolation = "item", concurrency: int = 2) -> list[ItemResult]:
     evaluator = Echo()
-    tasks = iter([(evaluator, ItemTask("echo.py::Echo", n, n, {"n": n})) for n in range(count)])
+    tasks = iter(
+        [
+            (evaluator, ItemTask("echo.py::Echo", n, n, {"n": n}, last=n == count - 1))
+            for n in range(count)
+        ]
+    )
     results: list[ItemResult] = []
     ForkExecutor(ExecutorOptions(concurrency=concurrency, isolation=isolation)).run(
         tasks, lambda *records: results.extend(records), StopState()

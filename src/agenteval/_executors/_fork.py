@@ -125,9 +125,10 @@ _Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
 class _Source:
     """The tasks still to come, numbered in order as they are pulled.
 
-    Pulling past an evaluator's last item runs the next evaluator's ``set_up`` (in the
-    runner's generator), so a task is pulled only when a child is about to be forked for
-    it: every child of one evaluator is forked before the next one is set up.
+    Pulling past an evaluator's last task runs the next evaluator's ``set_up`` (in the
+    runner's generator), which must not happen before the children for the tasks already
+    pulled are forked: its side effects would reach them. So after a task that is, or may
+    be, the last of its evaluator, the next one is pulled only once none is pending.
     """
 
     def __init__(self, tasks: TaskSource, held: _Pending) -> None:
@@ -135,18 +136,20 @@ class _Source:
         self.held = held  # every task pulled and not yet recorded
         self.numbers = itertools.count()
         self.exhausted = False
+        self.boundary = False  # the next pull may set up another evaluator
 
     def pull(self, pending: _Pending, up_to: int = 1) -> bool:
-        """Pull tasks into ``pending`` until it holds ``up_to``; False once it is empty
-        and no task is left to pull."""
-        while not self.exhausted and len(pending) < up_to:
+        """Pull tasks into ``pending`` until it holds ``up_to`` (or an evaluator's last
+        task); False once it is empty and no task is left to pull."""
+        while not self.exhausted and len(pending) < up_to and not (pending and self.boundary):
             try:
-                task = next(self.tasks)
+                pulled = next(self.tasks)
             except StopIteration:
                 self.exhausted = True
             else:
                 number = next(self.numbers)
-                pending[number] = self.held[number] = task
+                pending[number] = self.held[number] = pulled
+                self.boundary = pulled[1].last is not False
         return bool(pending)
 
 
@@ -508,10 +511,12 @@ class ForkExecutor(Executor):
                 while not stop.requested and len(children) < limit:
                     # a worker is forked holding every task pulled ahead; the children of
                     # a process per item are forked for all free slots together
-                    if not source.pull(pending, limit * _AHEAD if self._workers else 1):
+                    free = limit - len(children)
+                    if not source.pull(pending, limit * _AHEAD if self._workers else free):
                         break
-                    count = 1 if self._workers else limit - len(children)
-                    failed = self._spawn(source, pending, children, sel, stop, count)
+                    failed = self._spawn(
+                        source, pending, children, sel, stop, 1 if self._workers else free
+                    )
                     if isinstance(failed, _Wait):
                         break  # workers alive will take the items; try forking again later
                     if failed is not None:
@@ -717,12 +722,14 @@ class ForkExecutor(Executor):
         the cheaper each child (registering them waits until all are forked).
         """
         parent = os.getpid()
+        threaded = threading.active_count() > 1
         for i, kit in enumerate(kits):
-            if stop.requested or not source.pull(pending):
-                return None
+            if not pending:  # may set up the next evaluator, which may start threads
+                if stop.requested or not source.pull(pending):
+                    return None
+                threaded = threading.active_count() > 1
             kit.number = next(iter(pending))
             kit.task = pending.pop(kit.number)
-            threaded = threading.active_count() > 1
             try:
                 pid = os.fork()
             except OSError as exc:  # out of processes or memory: this item cannot start
