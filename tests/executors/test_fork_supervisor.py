@@ -59,10 +59,8 @@ def test_fork_supervisor_runs_items_in_children() -> None:
     ]
 
 
-def test_fork_supervisor_marks_item_crashed_when_fork_fails(
-    monkeypatch: pytest.MonkeyPatch,
-    no_sweeper: None,
-) -> None:
+def second_fork_fails(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Make the second ``os.fork`` fail as when out of processes; returns the calls made."""
     real_fork = os.fork
     calls: list[int] = []
 
@@ -73,6 +71,13 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
         return real_fork()
 
     monkeypatch.setattr(os, "fork", flaky_fork)
+    return calls
+
+
+def test_fork_supervisor_marks_item_crashed_when_fork_fails(
+    monkeypatch: pytest.MonkeyPatch, no_sweeper: None
+) -> None:
+    second_fork_fails(monkeypatch)
     results = run_items(3)
     assert [(r.id, r.status) for r in results] == [(0, "passed"), (1, "crashed"), (2, "passed")]
     error = results[1].error
@@ -88,16 +93,7 @@ def test_fork_failure_in_a_batch_costs_only_its_item(
 ) -> None:
     """Four free slots are forked back to back; the second fork fails: its item crashes,
     the two after it were not tried and run later, like the first."""
-    real_fork = os.fork
-    calls: list[int] = []
-
-    def flaky_fork() -> int:
-        calls.append(len(calls))
-        if len(calls) == 2:
-            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
-        return real_fork()
-
-    monkeypatch.setattr(os, "fork", flaky_fork)
+    calls = second_fork_fails(monkeypatch)
     results = run_items(6, concurrency=4)
     assert [(r.id, r.status) for r in results] == [
         (0, "passed"),
