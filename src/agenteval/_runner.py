@@ -85,8 +85,8 @@ class _EvaluatorState:
     ready: bool = False
     complete: bool = True
     all_pulled: bool = False
-    """Every item of its (in-memory) dataset was handed out: once all have a record, it
-    is complete even if the run is interrupted before the generator finds out."""
+    """Its dataset ended and every item was handed out: once all have a record, it is
+    complete even if the run is interrupted before the generator finds out."""
 
 
 class _Drivers:

@@ -626,7 +626,7 @@ class ForkExecutor(Executor):
         count: int,
     ) -> ItemResult | _Wait | None:
         """Fork up to ``count`` children back to back, each for the first pending task
-        (pulled as it is needed; a worker holds all pending ones), then register them.
+        (pulling more when none is; a worker holds all pending ones), then register them.
         When a fork fails: that task's record, or ``_WAIT`` where live workers can take it
         instead."""
         others = [] if self._warned_threads else _other_threads()
@@ -724,8 +724,10 @@ class ForkExecutor(Executor):
         parent = os.getpid()
         threaded = threading.active_count() > 1
         for i, kit in enumerate(kits):
+            if stop.requested:  # after an interrupt no item starts
+                return None
             if not pending:  # may set up the next evaluator, which may start threads
-                if stop.requested or not source.pull(pending):
+                if not source.pull(pending):
                     return None
                 threaded = threading.active_count() > 1
             kit.number = next(iter(pending))
