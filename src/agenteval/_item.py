@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,9 +100,16 @@ def close_loop() -> None:
 
 
 def execute_item(
-    evaluator: BaseEvaluator, task: ItemTask, *, max_output_bytes: int | None = None
+    evaluator: BaseEvaluator,
+    task: ItemTask,
+    *,
+    max_output_bytes: int | None = None,
+    ran: Callable[[Any], None] | None = None,
 ) -> ItemResult:
-    """Run and evaluate one item synchronously (``async def`` methods are driven to the end)."""
+    """Run and evaluate one item synchronously (``async def`` methods are driven to the end).
+
+    ``ran`` is called with the output once ``run`` returned, before ``evaluate``.
+    """
     started = time.perf_counter()
     ctx, token = enter_item()
     outcome = _Outcome()
@@ -112,6 +119,8 @@ def execute_item(
         if _awaitable(output):
             output = _drive(output)
         outcome.output, outcome.has_output = output, True
+        if ran is not None:
+            ran(output)
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
         if _awaitable(done):
@@ -298,20 +307,9 @@ def build_record(
     size: int | None = None
     agent_usage = ctx.agent_usage
     if outcome.has_output:
-        raw = outcome.output
-        trajectory = _as_trajectory(raw)
-        if trajectory is not None:
-            agent_usage = agent_usage + trajectory.usage()
-            raw = trajectory
-        output = to_jsonable(raw)
-        if max_output_bytes is not None and not isinstance(output, (int, float, bool)):
-            size = json_size(output)
-            if size > max_output_bytes:
-                text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-                output = text.encode()[:max_output_bytes].decode("utf-8", "ignore")
-                truncated = True
-            else:
-                size = None
+        output, truncated, size, spent = recorded_output(outcome.output, max_output_bytes)
+        if spent is not ZERO_USAGE:  # a trajectory's (items that spent nothing share one)
+            agent_usage = agent_usage + spent
     assertions = ctx.assertions
     if max_output_bytes is not None:
         assertions = [_capped(a, max_output_bytes) for a in assertions]
@@ -333,6 +331,23 @@ def build_record(
         stderr="",
         usage=_usage(ctx, agent_usage),
     )
+
+
+def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, int | None, Usage]:
+    """What a record keeps of an output: its JSON-safe form (a trajectory's, when it holds a
+    conversation), whether it was truncated, its original size then, and the agent usage a
+    trajectory carries."""
+    spent = ZERO_USAGE
+    trajectory = _as_trajectory(raw)
+    if trajectory is not None:
+        spent, raw = trajectory.usage(), trajectory
+    output = to_jsonable(raw)
+    if max_output_bytes is not None and not isinstance(output, (int, float, bool)):
+        size = json_size(output)
+        if size > max_output_bytes:
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            return text.encode()[:max_output_bytes].decode("utf-8", "ignore"), True, size, spent
+    return output, False, None, spent
 
 
 def _usage(ctx: ItemContext, agent: Usage) -> ItemUsage:

@@ -384,3 +384,50 @@ def test_items_that_print_under_the_live_display_keep_their_own_clean_output(
     assert [i["status"] for i in items] == ["passed"] * 120
     for item in items:
         assert item["stdout"] == "".join(f"hello from {item['id']} {n}\n" for n in range(20))
+
+
+STOPS_IN_EVALUATE = """
+import os
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Judged(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "hangs"}, {"id": "exits"}, {"id": "fine"}, {"id": "agent hangs"}]
+
+    def run(self, item):
+        if item["id"] == "agent hangs":
+            time.sleep(60)
+        return f"the agent's answer for {item['id']}"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+        if item["id"] == "hangs":
+            time.sleep(60)  # a judge that never answers
+        if item["id"] == "exits":
+            os._exit(3)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_an_item_stopped_in_evaluate_keeps_its_output(cli: Any, isolation: str) -> None:
+    # the agent's answer is known once run returned: a judge that hangs or a crash in
+    # evaluate must not lose it (nor hide that the agent was not the one stuck)
+    cli.write("judged.py", STOPS_IN_EVALUATE)
+    args = ("-c", "4", "--timeout", "1", "--isolation", isolation, "--output-json", "r.json")
+    result = cli.run("judged.py", "--no-progress", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    items = {i["id"]: i for i in cli.items_of(cli.json("r.json"))}
+    summary = {
+        name: (i["status"], i["output"], i["error"] and i["error"]["stage"])
+        for name, i in items.items()
+    }
+    assert summary == {
+        "hangs": ("timeout", "the agent's answer for hangs", "evaluate"),
+        "exits": ("crashed", "the agent's answer for exits", "evaluate"),
+        "fine": ("passed", "the agent's answer for fine", None),
+        "agent hangs": ("timeout", None, "executor"),
+    }

@@ -36,6 +36,7 @@ import ctypes
 import errno
 import gc
 import itertools
+import json
 import os
 import selectors
 import signal
@@ -56,6 +57,7 @@ from .._item import (
     execute_item,
     fault_record,
     record_json,
+    recorded_output,
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import Executor, OnResult, StopState, TaskSource
@@ -82,6 +84,9 @@ but only once no other process holds it open, and a subprocess of the parent may
 _ACK = b"+"
 """The line a worker sends when it starts a granted task."""
 
+_RAN = b"~"
+"""Starts the line a child sends when ``run`` returned: the output as it will be recorded."""
+
 _BACKSTOP = KILL_GRACE
 """Seconds beyond the grace period before the signal handler stops the run at once: time
 for this executor to kill the remaining children and record them as ``cancelled``."""
@@ -107,6 +112,7 @@ class _Child:
     deadline: float | None
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
     acked: bool = True  # False while a granted task awaits the worker's acknowledgement
+    ran: bytes | None = None  # the current task's output, once its run returned
     ended_at: float | None = None  # told to exit
     eof: bool = False
     status: int | None = None
@@ -351,7 +357,12 @@ def _run_one(
     """Run one item in the child and send its record, with what it printed, as a line."""
     me = os.getpid()
     try:
-        record = execute_item(evaluator, task, max_output_bytes=max_output_bytes)
+        record = execute_item(
+            evaluator,
+            task,
+            max_output_bytes=max_output_bytes,
+            ran=lambda output: _send_output(wfd, output, max_output_bytes),
+        )
     except BaseException as exc:  # HardStop cannot reach a child; be total anyway
         record = fault_record(task, error_info("run", exc), 0.0)
     if os.getpid() != me:  # a process the item forked without exec came back here
@@ -373,6 +384,20 @@ def _run_one(
             .model_dump_json()
             .encode()
         )
+    _write_line(wfd, payload)
+
+
+def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
+    """Tell the parent what ``run`` returned, before ``evaluate`` starts: should the item
+    then hang or crash, its record still shows the output, and that ``evaluate`` was where
+    it stopped. Never fails the item (the record is sent anyway)."""
+    with contextlib.suppress(Exception):
+        output, truncated, size, _ = recorded_output(raw, max_output_bytes)
+        kept = {"output": output, "truncated": truncated, "original_size": size}
+        _write_line(wfd, _RAN + json.dumps(kept, ensure_ascii=False).encode())
+
+
+def _write_line(wfd: int, payload: bytes) -> None:
     view = memoryview(payload + b"\n")
     while view:
         written = os.write(wfd, view)
@@ -800,7 +825,7 @@ class ForkExecutor(Executor):
 
     def _next(self, child: _Child, pending: _Pending, stop: StopState) -> None:
         """The child sent its record: grant a worker the next task it holds, or end it."""
-        child.task = None
+        child.task, child.ran = None, None
         if child.ctl is not None and pending and not stop.requested:
             number = next(iter(pending))  # the lowest: if the worker lacks it, all others
             if number < child.horizon:
@@ -837,6 +862,9 @@ class ForkExecutor(Executor):
                 continue
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
+            if line.startswith(_RAN):
+                child.ran = line[len(_RAN) :]
+                continue
             lines.append((child.task, line, time.monotonic() - child.started))
             del self._held[child.number]
             self._next(child, pending, stop)
@@ -955,8 +983,13 @@ class ForkExecutor(Executor):
                 )
             error = ErrorInfo(stage="executor", type=kind, message=message)
             status = "crashed"
+        update: dict[str, Any] = {}
+        if child.ran is not None:  # it stopped in evaluate: the agent's output is known
+            with contextlib.suppress(ValueError):
+                update = json.loads(child.ran)
+                error = error.model_copy(update={"stage": "evaluate"})
         record = fault_record(task, error, time.monotonic() - child.started, status)
         stdout, stderr = _read_capture(child.out.fileno()), _read_capture(child.err.fileno())
         if stdout or stderr:
-            record = record.model_copy(update={"stdout": stdout, "stderr": stderr})
-        return record
+            update.update(stdout=stdout, stderr=stderr)
+        return record.model_copy(update=update) if update else record
