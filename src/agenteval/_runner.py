@@ -562,7 +562,9 @@ def _manifest(
     }
 
 
-def _check_unchanged(manifest: dict[str, Any], specs: list[EvaluatorSpec]) -> None:
+def _check_unchanged(
+    manifest: dict[str, Any], specs: list[EvaluatorSpec], *, retrying: bool = False
+) -> None:
     changes: list[str] = []
     recorded = manifest.get("evaluators", {})
     if not isinstance(recorded, dict) or not all(isinstance(e, dict) for e in recorded.values()):
@@ -582,8 +584,9 @@ def _check_unchanged(manifest: dict[str, Any], specs: list[EvaluatorSpec]) -> No
                 changes.append(f"dataset {path} changed")
     if changes:
         raise JournalError(
-            f"Cannot resume run {manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} "
-            f"since it ran. Start a new run, or pass --force to resume anyway"
+            f"Cannot {'retry the errors of' if retrying else 'resume'} run "
+            f"{manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} since it ran. "
+            f"Start a new run, or pass --force to {'retry' if retrying else 'resume'} anyway"
         )
 
 
@@ -678,7 +681,7 @@ def run_evaluations(
         run_dir = find_run(runs, retry_errors or (resume if isinstance(resume, str) else None))
         jr = Journal.reopen(run_dir)
         if not force:
-            _check_unchanged(jr.manifest, specs)
+            _check_unchanged(jr.manifest, specs, retrying=bool(retry_errors))
         # a record counts as done unless it was cancelled (or, retrying, it errored)
         redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
         latest = latest_records_at(run_dir)
@@ -705,6 +708,7 @@ def run_evaluations(
             isolation=options.isolation,
             run_dir=str(jr.dir) if jr else None,
             resumed=resumed,
+            retrying=bool(retry_errors),
             argv=argv,
         ),
     )

@@ -209,6 +209,7 @@ def test_retry_errors_reruns_only_error_timeout_crashed_items(resumed: dict[str,
     }
     retried = got["retried"]
     assert retried.returncode == 1, retried.stdout + retried.stderr  # only "fails" is left
+    assert retried.stdout.splitlines()[0].endswith(" · retrying errors")
     assert cli.statuses(cli.json("retried.json")) == {
         "ok": "passed",
         "flaky": "passed",

@@ -20,6 +20,8 @@ class RunInfo:
     """``worker`` when ``--isolation worker`` let a process run several items."""
     run_dir: str | None = None
     resumed: bool = False
+    retrying: bool = False
+    """``--retry-errors``: a resumed run that runs again what errored, timed out or crashed."""
     argv: list[str] = field(default_factory=list)
 
 

@@ -130,7 +130,7 @@ class ConsoleOutput(OutputDriver):
             else f"concurrency {run.concurrency} ({run.executor}"
             f"{', worker isolation' if run.isolation == 'worker' else ''})"
         )
-        resumed = " · resumed" if run.resumed else ""
+        resumed = " · retrying errors" if run.retrying else " · resumed" if run.resumed else ""
         self._line(
             f"agenteval · run {run.id} · {len(run.evaluators)} evaluator"
             f"{'s' if len(run.evaluators) != 1 else ''} · {mode}{resumed}",
