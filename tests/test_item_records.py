@@ -162,3 +162,18 @@ def test_a_huge_error_message_is_capped_in_the_record() -> None:
     assert message == "m" * 65536 + "… [4934464 more characters not kept]"
     assert len(record.error.traceback) < 70_000
     assert len(record_json(record)) < 150_000
+
+
+def test_an_output_nested_too_deeply_says_so() -> None:
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(5000):
+        inner.append([])
+        inner = inner[0]
+    record = to_jsonable(deep)
+    for _ in range(51):
+        (record,) = record
+    assert record == {
+        "unserializable": "builtins.list",
+        "repr": "<nested more than 50 levels deep>",
+    }

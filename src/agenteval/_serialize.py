@@ -18,11 +18,16 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 """Types that are JSON as they are (checked inline: most item values are these)."""
 
 
-def placeholder(value: object) -> dict[str, str]:
-    """The stand-in for a value that cannot be represented as JSON."""
+_MAX_DEPTH = 50
+"""Levels of nesting kept; what is deeper becomes a placeholder."""
+
+
+def placeholder(value: object, text: str | None = None) -> dict[str, str]:
+    """The stand-in for a value that cannot be represented as JSON (``text``: what to say
+    instead of its ``repr``)."""
     cls = type(value)
     try:
-        text = repr(value)
+        text = repr(value) if text is None else text
     except Exception as exc:  # a broken __repr__ must not lose the item
         text = f"<repr failed: {type(exc).__name__}>"
     if len(text) > _REPR_LIMIT:
@@ -40,8 +45,8 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else placeholder(value)
-    if _depth > 50:
-        return placeholder(value)
+    if _depth > _MAX_DEPTH:
+        return placeholder(value, f"<nested more than {_MAX_DEPTH} levels deep>")
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
