@@ -229,7 +229,10 @@ def test_cli_set_up_failure_reports_stage_and_others_still_run(cli: Cli, write: 
     )
     result = cli("run")
     assert result.code == 2
-    assert "  ERROR in set_up: ConnectionError: database down" in result.lines
+    # the line in the user's code, as for an item's error
+    assert "  ERROR in set_up: ConnectionError: database down  evaluators/setup_fails.py:5" in (
+        result.lines
+    )
     assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
 
 

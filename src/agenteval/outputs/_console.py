@@ -244,12 +244,8 @@ class ConsoleOutput(OutputDriver):
             lines.append((f"  skipped: {_one_line(s.skip_reason)}", "cyan"))
             return lines
         if s.error is not None:
-            lines.append(
-                (
-                    f"  ERROR in {s.error.stage}: {_error_text(s.error)}",
-                    "yellow",
-                )
-            )
+            site = f"  {s.error.file}:{s.error.line}" if s.error.file else ""
+            lines.append((f"  ERROR in {s.error.stage}: {_error_text(s.error)}{site}", "yellow"))
             if self.verbose and s.error.traceback:
                 lines.extend(
                     (f"    {safe(t)}", "dim") for t in s.error.traceback.rstrip().splitlines()
