@@ -639,3 +639,18 @@ def test_cli_header_names_worker_isolation_and_an_unused_concurrency(
     assert inline.code == 0, inline
     assert inline.lines[0].endswith("· 1 evaluator · sequential")
     assert "notice: --executor inline runs one item at a time: -c 2 was not used" in inline.lines
+
+
+def test_cli_resume_of_some_evaluators_names_the_others(cli: Cli, write: Write) -> None:
+    write("evaluators/echo.py", PASSING)
+    write("evaluators/other.py", PASSING.replace("EchoEvaluator", "OtherEvaluator"))
+    first = cli("run")
+    assert first.code == 0, first
+    resumed = cli("run", "evaluators/echo.py", "--resume")
+    assert resumed.code == 0, resumed
+    (notice,) = [line for line in resumed.lines if line.startswith("notice: ")]
+    assert notice.startswith("notice: only the selected evaluators are resumed; run ")
+    assert notice.endswith(
+        " also holds evaluators/other.py::OtherEvaluator: what did not finish there needs a "
+        "resume that selects them"
+    )

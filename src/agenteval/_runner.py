@@ -682,6 +682,13 @@ def run_evaluations(
         jr = Journal.reopen(run_dir)
         if not force:
             _check_unchanged(jr.manifest, specs, retrying=bool(retry_errors))
+        left_out = sorted(set(jr.manifest.get("evaluators") or {}) - {s.id for s in specs})
+        if left_out:
+            notices.append(
+                f"only the selected evaluators are resumed; run "
+                f"{jr.manifest.get('run_id', run_dir.name)} also holds {', '.join(left_out)}: "
+                f"what did not finish there needs a resume that selects them"
+            )
         # a record counts as done unless it was cancelled (or, retrying, it errored)
         redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
         latest = latest_records_at(run_dir)
