@@ -699,36 +699,31 @@ class ForkExecutor(Executor):
                 sel.register(kit.rfd, selectors.EVENT_READ, child)
                 with contextlib.suppress(OSError):  # also here: the child may not have run yet
                     os.setpgid(pid, pid)
-            for kit in kits[len(forked) + (failure is not None) :]:
-                _close_kit(kit)  # not needed: no task was left, or the run is stopping
+            for kit in kits[len(forked) :]:
+                _close_kit(kit)  # its fork failed, no task was left, or the run is stopping
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if failure is None:
             return None
         failed = kits[len(forked)]
-        _close_kit(failed)
         assert failed.task is not None
         return self._fork_failed(failed.number, failed.task, failure, pending, children)
 
     def _kit(self) -> _Kit:
         """Open the pipes (and capture files) a child will be forked with; all or none."""
-        opened: list[Any] = []
-        try:
+        with contextlib.ExitStack() as opened:  # closes what was opened if one fails
             rfd, wfd = os.pipe()
-            opened += (rfd, wfd)
-            ctl_r, ctl_w = os.pipe() if self._workers else (None, None)
-            opened += (ctl_r, ctl_w)
-            out = _capture_file()
-            opened.append(out)
-            kit = _Kit(rfd, wfd, ctl_r, ctl_w, out, _capture_file())
-        except OSError:
-            for thing in opened:
-                if isinstance(thing, int):
-                    os.close(thing)
-                elif thing is not None:
-                    thing.close()
-            raise
-        os.set_blocking(rfd, False)
-        return kit
+            opened.callback(os.close, rfd)
+            opened.callback(os.close, wfd)
+            ctl_r, ctl_w = None, None
+            if self._workers:
+                ctl_r, ctl_w = os.pipe()
+                opened.callback(os.close, ctl_r)
+                opened.callback(os.close, ctl_w)
+            out = opened.enter_context(_capture_file())
+            err = opened.enter_context(_capture_file())
+            os.set_blocking(rfd, False)
+            opened.pop_all()
+        return _Kit(rfd, wfd, ctl_r, ctl_w, out, err)
 
     def _fork_all(
         self,
