@@ -25,6 +25,8 @@ from agenteval.assertions._strings import (
 )
 
 if TYPE_CHECKING:
+    # imported on first use (PEP 562, below): they load the trajectory models, which an
+    # evaluator that checks only text does not need (a forked child then copies less)
     from agenteval.assertions._trajectory import (
         MaxSteps,
         MaxToolCalls,
@@ -37,23 +39,6 @@ if TYPE_CHECKING:
         TotalTokensAtMost,
         TrajectoryMatches,
     )
-
-_TRAJECTORY = frozenset(
-    {
-        "MaxSteps",
-        "MaxToolCalls",
-        "Mode",
-        "StepCount",
-        "ToolWasApproved",
-        "ToolWasCalled",
-        "ToolWasNotCalled",
-        "ToolWasRejected",
-        "TotalTokensAtMost",
-        "TrajectoryMatches",
-    }
-)
-"""Imported on first use (PEP 562): they load the trajectory models, which an evaluator
-that checks only text does not need (and a forked child then has less memory to copy)."""
 
 __all__ = [
     "Assertion",
@@ -82,7 +67,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _TRAJECTORY:
+    # every exported name not imported above is a trajectory assertion
+    if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module("agenteval.assertions._trajectory"), name)
     globals()[name] = value
