@@ -31,6 +31,9 @@ item. Here nothing but plain JSON crosses the process boundary.
 
 from __future__ import annotations
 
+# the C functions behind ``signal``'s wrappers: in a child, each enum those wrappers build
+# touches pages of the parent's memory, and every page a child touches is copied
+import _signal  # type: ignore[import-not-found]
 import contextlib
 import ctypes
 import errno
@@ -92,6 +95,7 @@ _BACKSTOP = KILL_GRACE
 for this executor to kill the remaining children and record them as ``cancelled``."""
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_SIGNAL_NUMBERS = (int(signal.SIGINT), int(signal.SIGTERM))
 
 _COLLAPSE_AFTER = 64
 """Forks after which the parent's memory is backed by huge pages (see _hugepages): by then
@@ -273,11 +277,11 @@ def _child_main(
         gc.freeze()
         # SIGINT/SIGTERM are blocked since before the fork: set our own dispositions, leave
         # the CLI's process group, then let signals in
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _signal.signal(_SIGNAL_NUMBERS[0], int(signal.SIG_IGN))  # Ctrl-C: the parent's
+        _signal.signal(_SIGNAL_NUMBERS[1], int(signal.SIG_DFL))
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+        _signal.pthread_sigmask(int(signal.SIG_UNBLOCK), _SIGNAL_NUMBERS)
         _set_parent_death_signal()
         if os.getppid() != parent:
             os._exit(70)
@@ -394,7 +398,9 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
     with contextlib.suppress(Exception):
         output, truncated, size, _ = recorded_output(raw, max_output_bytes)
         kept = {"output": output, "truncated": truncated, "original_size": size}
-        _write_line(wfd, _RAN + json.dumps(kept, ensure_ascii=False).encode())
+        # json's default settings use its one shared encoder (others build one per call),
+        # and escaping keeps a lone surrogate from failing the encoding
+        _write_line(wfd, _RAN + json.dumps(kept).encode())
 
 
 def _write_line(wfd: int, payload: bytes) -> None:
@@ -743,6 +749,12 @@ class ForkExecutor(Executor):
         """
         parent = os.getpid()
         threaded = threading.active_count() > 1
+        # what no child keeps open: a child's pipe ends only once no process holds its
+        # write end, and a worker's grants once no process holds its control pipe. Listed
+        # here once, a child touches (and so copies) less of the parent's memory
+        inherited = [self._sweeper.fd, *(k.ctl_w for k in kits)]
+        inherited += [c.ctl for c in children.values() if c.ctl is not None]
+        ends = [(k.wfd, k.ctl_r) for k in kits]
         for i, kit in enumerate(kits):
             if stop.requested:  # after an interrupt no item starts
                 return None
@@ -758,16 +770,7 @@ class ForkExecutor(Executor):
                 return exc
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 os.close(kit.rfd)
-                # a child's pipe ends only once no process holds its write end open, and a
-                # worker's grants once no process holds its control pipe: not this one
-                later = kits[i + 1 :]
-                for fd in [
-                    self._sweeper.fd,
-                    *(k.ctl_w for k in kits),
-                    *(c.ctl for c in children.values()),
-                    *(k.wfd for k in later),
-                    *(k.ctl_r for k in later),
-                ]:
+                for fd in [*inherited, *itertools.chain.from_iterable(ends[i + 1 :])]:
                     if fd is not None:
                         os.close(fd)
                 _child_main(
