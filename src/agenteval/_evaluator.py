@@ -175,6 +175,18 @@ def _shown_path(filename: str) -> str:
     return shown
 
 
+def prepare_call_sites(cls: type[BaseEvaluator]) -> None:
+    """Work out how the file of ``cls.evaluate`` is shown, before its items run.
+
+    Each item's assertions are recorded with it. Done once in the parent, it is not done
+    again in every forked child, where it would copy some forty pages of the parent's
+    memory (each page a child writes is copied).
+    """
+    code = getattr(cls.evaluate, "__code__", None)
+    if code is not None:
+        _shown_path(code.co_filename)
+
+
 def is_async(fn: Any) -> bool:
     """True for ``async def`` functions and methods."""
     return inspect.iscoroutinefunction(fn)

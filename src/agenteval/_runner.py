@@ -33,7 +33,7 @@ from ._errors import (
     SkipEvaluator,
     UsageError,
 )
-from ._evaluator import BaseEvaluator, is_async
+from ._evaluator import BaseEvaluator, is_async, prepare_call_sites
 from ._executors._base import Executor, ExecutorOptions, Isolation, StopState
 from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
 from ._journal import (
@@ -270,6 +270,7 @@ class _Run:
         except BaseException as exc:
             self._fail(state, "set_up", exc)
             return None
+        prepare_call_sites(state.spec.cls)
         state.ready = True
         return instance
 

@@ -50,6 +50,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import pydantic_core
+
 from .._evaluator import BaseEvaluator
 from .._item import (
     CANCELLED,
@@ -398,9 +400,9 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
     with contextlib.suppress(Exception):
         output, truncated, size, _ = recorded_output(raw, max_output_bytes)
         kept = {"output": output, "truncated": truncated, "original_size": size}
-        # json's default settings use its one shared encoder (others build one per call),
-        # and escaping keeps a lone surrogate from failing the encoding
-        _write_line(wfd, _RAN + json.dumps(kept).encode())
+        # the serializer the record is written with, too: the json module's Python code
+        # would be one more thing each child touches, and so copies
+        _write_line(wfd, _RAN + pydantic_core.to_json(kept))
 
 
 def _write_line(wfd: int, payload: bytes) -> None:
