@@ -29,7 +29,8 @@ class Measured:
     """One whole process: wall-clock seconds, peak RSS, CPU time and what it printed.
 
     ``cpu_s`` / ``sys_s`` are user+system and system CPU seconds of the process and of
-    every descendant it waited for (forked item processes included).
+    every descendant it waited for (forked item processes included); ``faults`` counts
+    their page faults the same way (minor ones: a page copied on write, say).
     """
 
     wall_s: float
@@ -39,6 +40,7 @@ class Measured:
     stderr: str
     cpu_s: float = 0.0
     sys_s: float = 0.0
+    faults: int = 0
 
     def json_line(self) -> dict[str, Any]:
         """The last stdout line that parses as a JSON object (a workload's own timings)."""
@@ -67,7 +69,8 @@ _, status, usage = os.wait4(pid, 0)
 wall = time.perf_counter() - start
 with open(out, "w") as fh:
     json.dump({"wall": wall, "maxrss": usage.ru_maxrss, "cpu": usage.ru_utime + usage.ru_stime,
-               "sys": usage.ru_stime, "code": os.waitstatus_to_exitcode(status)}, fh)
+               "sys": usage.ru_stime, "faults": usage.ru_minflt,
+               "code": os.waitstatus_to_exitcode(status)}, fh)
 """
 
 
@@ -125,6 +128,7 @@ def measure(
         stderr,
         float(info["cpu"]),
         float(info["sys"]),
+        int(info["faults"]),
     )
     if check and result.returncode != 0:
         raise RuntimeError(

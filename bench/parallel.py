@@ -3,7 +3,10 @@
 (a) fork executor, latency-bound: 1,000 items whose ``run`` sleeps 0.1 s, ``-c 50``, with a
     process per item and with ``--isolation worker``, against a bare
     ``multiprocessing.Pool(50)`` doing the same sleeps and pydantic-evals' ``evaluate`` with
-    ``max_concurrency=50`` on a sync task. Goal: efficiency >= 0.90.
+    ``max_concurrency=50`` on a sync task. Goal: efficiency >= 0.90. For context, the same
+    sleeps in a bare fork-per-item loop (``workloads/fork_floor.py``), in a parent that
+    imported what ``agenteval run`` has loaded and in a bare interpreter: what any process
+    per item can reach on this machine.
 (b) async executor: 2,000 items of ``asyncio.sleep(0.1)``, ``-c 200``, against
     pydantic-evals on an async task at ``max_concurrency=200``. Goal: efficiency >= 0.95.
 (c) fork executor, per-item overhead: 2,000 items that return at once, ``-c 8``: items/s,
@@ -62,6 +65,7 @@ class Sample:
     items_s: float | None = None  # agenteval: end of set_up -> tear_down (items only)
     peak_rss_mb: float = 0.0
     cpu_s: float = 0.0  # user + system, the process and all its children
+    faults: int = 0  # page faults (minor), the process and all its children
 
 
 Runner = Callable[[str], Sample]
@@ -111,7 +115,8 @@ class Bench:
             raise RuntimeError(f"agenteval {workload}: {totals['passed']} of {n} passed: {totals}")
         items = float(timing.read_text(encoding="utf-8"))
         shutil.rmtree(cwd)
-        return Sample(m.wall_s, float(doc["run"]["duration_s"]), items, m.peak_rss_mb, m.cpu_s)
+        run_s = float(doc["run"]["duration_s"])
+        return Sample(m.wall_s, run_s, items, m.peak_rss_mb, m.cpu_s, m.faults)
 
     def pool(self, n: int, concurrency: int) -> Sample:
         m = measure(
@@ -119,7 +124,16 @@ class Bench:
             cwd=self.work,
         )
         info = m.json_line()
-        return Sample(m.wall_s, float(info["pool_s"]), float(info["map_s"]), m.peak_rss_mb, m.cpu_s)
+        pool_s, map_s = float(info["pool_s"]), float(info["map_s"])
+        return Sample(m.wall_s, pool_s, map_s, m.peak_rss_mb, m.cpu_s, m.faults)
+
+    def fork_floor(self, n: int, concurrency: int, parent: str) -> Sample:
+        m = measure(
+            [sys.executable, str(WORKLOADS / "fork_floor.py"), str(n), str(concurrency), parent],
+            cwd=self.work,
+        )
+        loop_s = float(m.json_line()["loop_s"])
+        return Sample(m.wall_s, loop_s, loop_s, m.peak_rss_mb, m.cpu_s, m.faults)
 
     def pydantic(self, mode: str, n: int, concurrency: int, tag: str) -> Sample:
         assert self.competitor is not None
@@ -139,7 +153,8 @@ class Bench:
         if info["cases"] != n or info["failed"] or info["errors"]:
             raise RuntimeError(f"pydantic-evals {mode}: not all {n} cases passed: {info}")
         report.unlink()
-        return Sample(m.wall_s, float(info["evaluate_s"]), None, m.peak_rss_mb, m.cpu_s)
+        evaluate_s = float(info["evaluate_s"])
+        return Sample(m.wall_s, evaluate_s, None, m.peak_rss_mb, m.cpu_s, m.faults)
 
 
 def interleaved(runners: dict[str, Runner], repeats: int) -> dict[str, list[Sample]]:
@@ -154,9 +169,10 @@ def interleaved(runners: dict[str, Runner], repeats: int) -> dict[str, list[Samp
 
 
 def efficiency_table(
-    samples: dict[str, list[Sample]], ideal: float, items_label: str
+    samples: dict[str, list[Sample]], ideal: float, items_label: str, n: int
 ) -> tuple[str, dict[str, tuple[float, float]]]:
-    """Rows of efficiency (process and run span) per tool, and those two medians by tool."""
+    """Rows of efficiency (process and run span) per tool, and those two medians by tool;
+    ``n`` items (for the page faults per item)."""
     rows = []
     effs: dict[str, tuple[float, float]] = {}
     for name, ss in samples.items():
@@ -173,6 +189,7 @@ def efficiency_table(
                 ideal / run,
                 median(items) if items else "-",
                 median([s.cpu_s for s in ss]),
+                median([s.faults for s in ss]) / n,
                 median([s.peak_rss_mb for s in ss]),
             ]
         )
@@ -185,6 +202,7 @@ def efficiency_table(
             "eff (run)",
             items_label,
             "CPU s",
+            "faults/item",
             "peak RSS MB",
         ],
         rows,
@@ -237,18 +255,30 @@ def main() -> None:
                     "sleep_eval.py", n_fork, c_fork, "fork", tag, extra=WORKERS
                 ),
                 f"multiprocessing.Pool({c_fork})": lambda tag: bench.pool(n_fork, c_fork),
+                "bare fork loop, agenteval's imports": lambda tag: bench.fork_floor(
+                    n_fork, c_fork, "agenteval"
+                ),
+                "bare fork loop, bare interpreter": lambda tag: bench.fork_floor(
+                    n_fork, c_fork, "bare"
+                ),
             }
             if competitor is not None:
                 runners["pydantic-evals (sync task)"] = lambda tag: bench.pydantic(
                     "sleep", n_fork, c_fork, tag
                 )
-            text, effs = efficiency_table(interleaved(runners, repeats), ideal, "items-only s")
+            text, effs = efficiency_table(
+                interleaved(runners, repeats), ideal, "items-only s", n_fork
+            )
             print(
                 f"\n(a) {n_fork:,} items sleeping {SLEEP} s, concurrency {c_fork}: "
                 f"ideal {ideal:.1f} s"
             )
             print(text)
-            print("items-only s: agenteval = end of set_up to tear_down; Pool = the map alone.")
+            print(
+                "items-only s: agenteval = end of set_up to tear_down; Pool = the map alone; "
+                "fork loop = first fork to last reap.\nfaults/item = page faults of the whole "
+                "process, children included, / items (start-up's included)."
+            )
             for label, row in (
                 ("", "agenteval fork"),
                 (" --isolation worker", "agenteval fork --isolation worker"),
@@ -259,6 +289,11 @@ def main() -> None:
                     f"{verdict(run >= GOAL_FORK)}; whole process {proc:.3f} -> "
                     f"{verdict(proc >= GOAL_FORK)}"
                 )
+            floor = effs["bare fork loop, agenteval's imports"][1]
+            verdicts.append(
+                f"    (a process per item here reaches at most {floor:.3f}: a bare fork loop "
+                "in a parent with agenteval's imports)"
+            )
 
         if "b" in parts:
             ideal = math.ceil(n_async / c_async) * SLEEP
@@ -271,7 +306,9 @@ def main() -> None:
                 runners["pydantic-evals (async task)"] = lambda tag: bench.pydantic(
                     "asleep", n_async, c_async, tag
                 )
-            text, effs = efficiency_table(interleaved(runners, repeats), ideal, "items-only s")
+            text, effs = efficiency_table(
+                interleaved(runners, repeats), ideal, "items-only s", n_async
+            )
             print(
                 f"\n(b) {n_async:,} items awaiting asyncio.sleep({SLEEP}), concurrency "
                 f"{c_async}: ideal {ideal:.1f} s"

@@ -754,9 +754,9 @@ class ForkExecutor(Executor):
         # what no child keeps open: a child's pipe ends only once no process holds its
         # write end, and a worker's grants once no process holds its control pipe. Listed
         # here once, a child touches (and so copies) less of the parent's memory
-        inherited = [self._sweeper.fd, *(k.ctl_w for k in kits)]
-        inherited += [c.ctl for c in children.values() if c.ctl is not None]
-        ends = [(k.wfd, k.ctl_r) for k in kits]
+        controls = (*(k.ctl_w for k in kits), *(c.ctl for c in children.values()))
+        inherited = [fd for fd in (self._sweeper.fd, *controls) if fd is not None]
+        ends = [[fd for fd in (k.wfd, k.ctl_r) if fd is not None] for k in kits]
         for i, kit in enumerate(kits):
             if stop.requested:  # after an interrupt no item starts
                 return None
@@ -772,8 +772,10 @@ class ForkExecutor(Executor):
                 return exc
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 os.close(kit.rfd)
-                for fd in [*inherited, *itertools.chain.from_iterable(ends[i + 1 :])]:
-                    if fd is not None:
+                for fd in inherited:  # plain loops: a child copies less of the parent
+                    os.close(fd)
+                for j in range(i + 1, len(ends)):  # the kits of the children forked later
+                    for fd in ends[j]:
                         os.close(fd)
                 _child_main(
                     kit.task,
