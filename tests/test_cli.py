@@ -236,6 +236,38 @@ def test_cli_set_up_failure_reports_stage_and_others_still_run(cli: Cli, write: 
     assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
 
 
+def test_cli_an_evaluate_that_is_not_a_function_still_runs(cli: Cli, write: Write) -> None:
+    # agenteval reads evaluate's code object ahead of the items (the file its assertions
+    # are recorded with): an object without one, even one that raises on any attribute,
+    # must not fail the run
+    write(
+        "evaluators/delegating.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Quiet:
+            def __getattr__(self, name):
+                raise KeyError(name)
+
+            def __call__(self, output, item):
+                pass
+
+        class Delegating(BaseEvaluator):
+            evaluate = Quiet()
+
+            def get_dataset(self):
+                return [{"id": 1}, {"id": 2}]
+
+            def run(self, item):
+                return "foo"
+        """,
+    )
+    for concurrency in ("1", "2"):
+        result = cli("run", "-c", concurrency)
+        assert result.code == 0, result
+        assert "PASSED  Delegating  evaluators/delegating.py" in result.lines
+
+
 def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> None:
     write("evaluators/echo.py", PASSING)
     write(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -180,11 +181,11 @@ def prepare_call_sites(cls: type[BaseEvaluator]) -> None:
 
     Each item's assertions are recorded with it. Done once in the parent, it is not done
     again in every forked child, where it would copy some forty pages of the parent's
-    memory (each page a child writes is copied).
+    memory (each page a child writes is copied). Only a saving: it never fails (an
+    ``evaluate`` that is an odd object, a working directory that is gone).
     """
-    code = getattr(cls.evaluate, "__code__", None)
-    if code is not None:
-        _shown_path(code.co_filename)
+    with contextlib.suppress(Exception):
+        _shown_path(cls.evaluate.__code__.co_filename)
 
 
 def is_async(fn: Any) -> bool:

@@ -177,17 +177,18 @@ def record_json(record: ItemResult) -> str:
         # what model_dump_json() does, without its keyword handling (this is per item)
         return _SERIALIZER.to_json(record).decode()
     except ValueError:  # PydanticSerializationError
-        scrubbed = _scrub(record.model_dump(mode="python"))
+        scrubbed = scrub(record.model_dump(mode="python"))
         return ItemResult.model_validate(scrubbed).model_dump_json()
 
 
-def _scrub(value: Any) -> Any:
+def scrub(value: Any) -> Any:
+    """JSON-safe data with each lone surrogate in its text replaced by U+FFFD."""
     if isinstance(value, str):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
+        return {scrub(k): scrub(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v) for v in value]
+        return [scrub(v) for v in value]
     return value
 
 

@@ -396,18 +396,21 @@ from agenteval.assertions import StringContains
 
 class Judged(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": "hangs"}, {"id": "exits"}, {"id": "fine"}, {"id": "agent hangs"}]
+        ids = ["hangs", "exits", "fine", "agent hangs", "half an emoji"]
+        return [{"id": name} for name in ids]
 
     def run(self, item):
         if item["id"] == "agent hangs":
             time.sleep(60)
+        if item["id"] == "half an emoji":
+            return "the agent's answer: \\ud83d"  # a lone surrogate UTF-8 cannot hold
         return f"the agent's answer for {item['id']}"
 
     def evaluate(self, output, item):
         self.assert_that(StringContains("answer"), output)
         if item["id"] == "hangs":
             time.sleep(60)  # a judge that never answers
-        if item["id"] == "exits":
+        if item["id"] in ("exits", "half an emoji"):
             os._exit(3)
 """
 
@@ -430,4 +433,5 @@ def test_an_item_stopped_in_evaluate_keeps_its_output(cli: Any, isolation: str) 
         "exits": ("crashed", "the agent's answer for exits", "evaluate"),
         "fine": ("passed", "the agent's answer for fine", None),
         "agent hangs": ("timeout", None, "executor"),
+        "half an emoji": ("crashed", "the agent's answer: \ufffd", "evaluate"),
     }

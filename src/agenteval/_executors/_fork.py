@@ -63,6 +63,7 @@ from .._item import (
     fault_record,
     record_json,
     recorded_output,
+    scrub,
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import Executor, OnResult, StopState, TaskSource
@@ -402,7 +403,11 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
         kept = {"output": output, "truncated": truncated, "original_size": size}
         # the serializer the record is written with, too: the json module's Python code
         # would be one more thing each child touches, and so copies
-        _write_line(wfd, _RAN + pydantic_core.to_json(kept))
+        try:
+            line = pydantic_core.to_json(kept)
+        except ValueError:  # text UTF-8 cannot hold (a lone surrogate): as in the record
+            line = pydantic_core.to_json(scrub(kept))
+        _write_line(wfd, _RAN + line)
 
 
 def _write_line(wfd: int, payload: bytes) -> None:
