@@ -200,6 +200,54 @@ class Workers(BaseEvaluator):
 """
 
 
+BLOCKING_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Blocking(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "blocks"}] + [{"id": f"waits-{n}"} for n in range(6)] + [{"id": "hangs"}]
+
+    async def run(self, item):
+        if item["id"] == "blocks":
+            await asyncio.sleep(0.2)
+            time.sleep(3)  # a sync client: it holds the event loop
+            return "answer"
+        if item["id"] == "hangs":
+            await asyncio.sleep(60)
+        await asyncio.sleep(0.4)
+        return "answer"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+"""
+
+BUSY_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class Busy(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(150)]
+
+    async def run(self, item):
+        await asyncio.sleep(0.1)
+        return "answer"
+
+    def evaluate(self, output, item):
+        end = time.perf_counter() + 0.005  # a little CPU per item: together, a busy loop
+        while time.perf_counter() < end:
+            pass
+"""
+
+
 def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
     """Write the evaluator file and run it with ``--executor async`` and a JSON report."""
     cli.write(name, source)
@@ -246,6 +294,14 @@ def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
 
+def blocking(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "blocking.py", BLOCKING_EVALUATOR, "-c", "10", "--timeout", "2")
+
+
+def busy(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "busy.py", BUSY_EVALUATOR, "-c", "150", "--timeout", "20")
+
+
 def loop_hooks(cli: Any) -> dict[str, Any]:
     return run_async(cli, "hooks.py", LOOP_HOOKS_EVALUATOR, "-c", "3")
 
@@ -267,6 +323,8 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "cancels-with-timeout": (cancels, "--timeout", "10"),
         "loop-hooks": (loop_hooks,),
         "workers": (workers,),
+        "blocking": (blocking,),
+        "busy": (busy,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -393,3 +451,35 @@ def test_async_items_on_one_worker_stay_apart(async_runs: dict[str, Any]) -> Non
     assert cli.statuses(cli.json("report.json")) == {"slow": "timeout"} | {
         f"item-{n}": "passed" for n in range(9)
     }
+
+
+def test_async_an_item_blocking_the_loop_times_out_not_the_items_it_held_up(
+    async_runs: dict[str, Any],
+) -> None:
+    # "blocks" holds the loop for 3 s in time.sleep, past its 2 s --timeout; the items
+    # waiting meanwhile could not run, and that time is not counted against them
+    got = async_runs["blocking"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"blocks": "timeout", "hangs": "timeout"} | {
+        f"waits-{n}": "passed" for n in range(6)
+    }
+    errors = {i["id"]: i["error"]["message"] for i in cli.items_of(report) if i["error"]}
+    assert errors["blocks"].startswith("item exceeded --timeout 2s: it blocked the event loop")
+    assert errors["hangs"] == "item exceeded --timeout 2s and was cancelled"
+    (notice,) = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert notice.startswith(
+        "notice: item 'blocks' of blocking.py::Blocking blocked the event loop"
+    )
+    assert "--executor fork" in notice
+
+
+def test_async_a_busy_loop_blames_no_item(async_runs: dict[str, Any]) -> None:
+    # 150 items that each run 5 ms of code in one go keep the loop busy for a while, but
+    # no one item holds it: none is charged for it
+    got = async_runs["busy"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(cli.statuses(cli.json("report.json")).values()) == {"passed"}
+    assert "notice: item " not in result.stdout

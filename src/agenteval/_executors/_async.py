@@ -4,6 +4,13 @@ For concurrency in the hundreds, where a process per item would be wasteful. Ite
 the process, so isolation is weaker than with the fork executor: an item that blocks the
 event loop delays the others, and ``--timeout`` can only cancel at an ``await``.
 
+What an item blocking the loop does not do is make the others time out. With ``--timeout``
+the loop beats every ``_BEAT`` seconds; a beat that comes much later than it should means
+the loop ran nothing meanwhile, and that stall does not count towards the timeouts of the
+items that were waiting, only of the item whose code held the loop. Which one that was,
+the main thread looks up while it lasts (the task running on the loop), since nothing on
+the loop itself runs then; the run's notices name it.
+
 The items run on an event loop in a thread of its own, and only the items do. Everything
 else stays in the main thread, as with the other executors: pulling tasks (which runs the
 evaluators' ``set_up``, ``get_dataset`` and ``tear_down``), recording results, and the
@@ -53,6 +60,12 @@ _CANCEL_WAIT = 1.0
 _HARD_STOP_WAIT = 0.5
 """The same after a second interrupt."""
 
+_BEAT = 0.05
+"""Seconds between the loop's beats, with ``--timeout``."""
+
+_STALL = 0.2
+"""A beat this much later than due means the loop was blocked (by an item's code)."""
+
 
 class AsyncExecutor(Executor):
     """Up to ``concurrency`` items at once on one event loop."""
@@ -85,6 +98,7 @@ class AsyncExecutor(Executor):
             raise
         finally:
             items.close(wait)
+            self.notices.extend(items.stall_notices())
 
     def _supervise(
         self,
@@ -153,6 +167,7 @@ class AsyncExecutor(Executor):
         except queue.Empty:
             if wait > 0 and not items.alive():
                 raise RuntimeError("the async executor's event loop stopped unexpectedly") from None
+            items.watch()
             return finished
         while True:
             # an item recorded as cancelled may still finish: its late record is dropped
@@ -185,6 +200,17 @@ class _ItemLoop:
         self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
         self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
+        # --timeout: what each item's timeout counts (see the module docs)
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._timed_out: set[int] = set()
+        self._tasks: dict[int, ItemTask] = {}
+        self._begun: dict[int, tuple[float, float]] = {}  # loop time and stalls at the start
+        self._charged: dict[int, float] = {}  # stalls the item's own code caused
+        self._stalled = 0.0  # seconds the loop was blocked so far
+        self.beat = time.monotonic()  # the loop's last beat
+        self._seen: tuple[int, ItemTask | None] | None = None  # by the main thread's last look
+        self.blocker: tuple[int, ItemTask | None] | None = None  # the item holding the loop
+        self.stalls: list[tuple[ItemTask | None, float]] = []
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._main, name="agenteval-async", daemon=True)
         self._thread.start()
@@ -217,6 +243,40 @@ class _ItemLoop:
         """False once the loop's thread has ended."""
         return self._thread.is_alive()
 
+    def watch(self) -> None:
+        """Note which item holds the loop, if it has not beaten for a while (no callback of
+        the loop runs then, so this is the only place left to see it). The same item seen
+        twice running is the one blocking it; different ones are a loop merely busy."""
+        if self.timeout is None or time.monotonic() - self.beat < 2 * _BEAT:
+            self._seen = None
+            return
+        running = asyncio.current_task(self.loop)
+        seen = None
+        for key, worker in list(self._current.items()):  # one call: safe while it changes
+            if worker is running:
+                seen = (key, self._tasks.get(key))
+        if seen is not None and seen == self._seen:
+            self.blocker = seen
+        self._seen = seen
+
+    def stall_notices(self) -> list[str]:
+        """One line per item that blocked the loop (and one for the stalls of no item)."""
+        by_item: dict[tuple[str, str | int] | None, float] = {}
+        for task, seconds in self.stalls:
+            where = None if task is None else (task.evaluator_id, task.id)
+            by_item[where] = by_item.get(where, 0.0) + seconds
+        advice = "await instead, use asyncio.to_thread, or run with --executor fork"
+        return [
+            f"item {where[1]!r} of {where[0]} blocked the event loop for {seconds:.1f} s "
+            f"(blocking code in async def run or evaluate); the other items' --timeout "
+            f"did not count that time — {advice}"
+            if where is not None
+            else f"the event loop ran items' code for {seconds:.1f} s without a break "
+            f"(many items at once, or code that does not await); the items' --timeout did "
+            f"not count that time — {advice}"
+            for where, seconds in by_item.items()
+        ]
+
     def close(self, wait: float | None) -> None:
         """Stop the loop, cancelling what still runs, and wait up to ``wait`` s (None: all)."""
         with contextlib.suppress(RuntimeError):
@@ -226,6 +286,9 @@ class _ItemLoop:
     # -- the loop's thread ------------------------------------------------------------------
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
+        if self.timeout is not None:
+            self.beat = time.monotonic()
+            self.loop.call_soon(self._beat)
         try:
             while not self._closing:
                 # a task the user started may raise these through the loop: not theirs
@@ -252,6 +315,58 @@ class _ItemLoop:
     def _close(self) -> None:
         self._closing = True
         self.loop.stop()
+
+    def _beat(self) -> None:
+        self._account(beat=True)
+        self.loop.call_later(_BEAT, self._beat)
+
+    def _account(self, *, beat: bool = False) -> None:
+        """Count a stall, if the loop has not beaten for much longer than it should."""
+        now = time.monotonic()
+        gap = now - self.beat - _BEAT
+        if gap > _STALL:
+            blocker, self.blocker = self.blocker, None
+            self._stalled += gap
+            if blocker is not None and blocker[0] in self._begun:  # still running
+                self._charged[blocker[0]] = self._charged.get(blocker[0], 0.0) + gap
+            self.stalls.append((blocker[1] if blocker is not None else None, gap))
+        if beat or gap > _STALL:
+            self.beat = now
+
+    def _overran(self, key: int, record: ItemResult) -> ItemResult:
+        """The record of an item that finished, a timeout if it blocked the loop past its
+        --timeout (it could not be cancelled then): never passed for running too long."""
+        self._account()  # the stall may have ended in this very step
+        blocked = self._charged.get(key, 0.0)
+        begun, stalled_then = self._begun[key]
+        spent = time.monotonic() - begun - (self._stalled - stalled_then) + blocked
+        assert self.timeout is not None
+        if not blocked or spent <= self.timeout:
+            return record
+        error = ErrorInfo(
+            stage="executor",
+            type="Timeout",
+            message=f"item exceeded --timeout {self.timeout:g}s: it blocked the event loop "
+            f"for {blocked:.1f} s, where it could not be cancelled",
+        )
+        return record.model_copy(update={"status": "timeout", "error": error})
+
+    def _expire(self, key: int) -> None:
+        """The item's time may be up: cancel it, unless stalls it waited through leave it
+        time (then look again when that is up)."""
+        self._timers.pop(key, None)
+        worker = self._current.get(key)
+        if worker is None or self.timeout is None:
+            return
+        self._account()
+        begun, stalled_then = self._begun[key]
+        spent = time.monotonic() - begun - (self._stalled - stalled_then)
+        left = self.timeout - spent - self._charged.get(key, 0.0)
+        if left > 0:
+            self._timers[key] = self.loop.call_later(left, self._expire, key)
+            return
+        self._timed_out.add(key)
+        worker.cancel()
 
     def _spawn(self) -> None:
         for _ in range(min(self.workers - len(self._running), len(self._queue))):
@@ -306,16 +421,18 @@ class _ItemLoop:
 
     async def _one(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
         started = self.started[key]
-        coro = aexecute_item(evaluator, task, max_output_bytes=self.max_output_bytes)
+        if self.timeout is not None:
+            self._tasks[key] = task
+            self._begun[key] = (time.monotonic(), self._stalled)
+            self._timers[key] = self.loop.call_later(self.timeout, self._expire, key)
         try:
-            if self.timeout is None:
-                return await coro
-            try:
-                if sys.version_info >= (3, 11):
-                    async with asyncio.timeout(self.timeout):
-                        return await coro
-                return await asyncio.wait_for(coro, self.timeout)
-            except asyncio.TimeoutError:
+            record = await aexecute_item(evaluator, task, max_output_bytes=self.max_output_bytes)
+            return self._overran(key, record) if self.timeout is not None else record
+        except asyncio.CancelledError as exc:
+            if key in self._ours:
+                raise
+            if key in self._timed_out:
+                assert self.timeout is not None
                 return fault_record(
                     task,
                     ErrorInfo(
@@ -326,14 +443,24 @@ class _ItemLoop:
                     time.perf_counter() - started,
                     "timeout",
                 )
-        except asyncio.CancelledError as exc:
-            if key in self._ours:
-                raise
-            # not a cancellation of ours (a timeout arrives as TimeoutError): the item's
-            # own code raised it, and aexecute_item lets every CancelledError through
+            # not a cancellation of ours: the item's own code raised it, and
+            # aexecute_item lets every CancelledError through
             return fault_record(
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
+        finally:
+            if self.timeout is not None:
+                timer = self._timers.pop(key, None)
+                if timer is not None:
+                    timer.cancel()
+                if key in self._timed_out:  # our cancellation, handled (or the item ate it)
+                    self._timed_out.discard(key)
+                    me = asyncio.current_task()
+                    if me is not None and sys.version_info >= (3, 11):
+                        me.uncancel()  # the worker goes on to the next item
+                self._tasks.pop(key)
+                self._begun.pop(key)
+                self._charged.pop(key, None)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
