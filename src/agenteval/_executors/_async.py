@@ -204,7 +204,7 @@ class _ItemLoop:
         self._timers: dict[int, asyncio.TimerHandle] = {}
         self._timed_out: set[int] = set()
         self._tasks: dict[int, ItemTask] = {}
-        self._begun: dict[int, tuple[float, float]] = {}  # loop time and stalls at the start
+        self._begun: dict[int, tuple[float, float]] = {}  # when it started, stalls until then
         self._charged: dict[int, float] = {}  # stalls the item's own code caused
         self._stalled = 0.0  # seconds the loop was blocked so far
         self.beat = time.monotonic()  # the loop's last beat
@@ -255,7 +255,7 @@ class _ItemLoop:
         for key, worker in list(self._current.items()):  # one call: safe while it changes
             if worker is running:
                 seen = (key, self._tasks.get(key))
-        if seen is not None and seen == self._seen:
+        if seen is not None and self._seen is not None and seen[0] == self._seen[0]:
             self.blocker = seen
         self._seen = seen
 
@@ -343,13 +343,17 @@ class _ItemLoop:
         assert self.timeout is not None
         if not blocked or spent <= self.timeout:
             return record
-        error = ErrorInfo(
-            stage="executor",
-            type="Timeout",
-            message=f"item exceeded --timeout {self.timeout:g}s: it blocked the event loop "
-            f"for {blocked:.1f} s, where it could not be cancelled",
+        error = self._timeout(
+            f": it blocked the event loop for {blocked:.1f} s, where it could not be cancelled"
         )
         return record.model_copy(update={"status": "timeout", "error": error})
+
+    def _timeout(self, how: str) -> ErrorInfo:
+        return ErrorInfo(
+            stage="executor",
+            type="Timeout",
+            message=f"item exceeded --timeout {self.timeout:g}s{how}",
+        )
 
     def _expire(self, key: int) -> None:
         """The item's time may be up: cancel it, unless stalls it waited through leave it
@@ -432,17 +436,8 @@ class _ItemLoop:
             if key in self._ours:
                 raise
             if key in self._timed_out:
-                assert self.timeout is not None
-                return fault_record(
-                    task,
-                    ErrorInfo(
-                        stage="executor",
-                        type="Timeout",
-                        message=f"item exceeded --timeout {self.timeout:g}s and was cancelled",
-                    ),
-                    time.perf_counter() - started,
-                    "timeout",
-                )
+                error = self._timeout(" and was cancelled")
+                return fault_record(task, error, time.perf_counter() - started, "timeout")
             # not a cancellation of ours: the item's own code raised it, and
             # aexecute_item lets every CancelledError through
             return fault_record(
