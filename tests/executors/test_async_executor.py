@@ -226,6 +226,29 @@ class Blocking(BaseEvaluator):
         self.assert_that(StringContains("answer"), output)
 """
 
+SWALLOWS_EVALUATOR = """
+import asyncio
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Swallows(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "eats-once"}, {"id": "eats-twice"}, {"id": "fine"}]
+
+    async def run(self, item):
+        for _ in range({"eats-once": 1, "eats-twice": 2}.get(item["id"], 0)):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.1)  # clean up, then carry on as if nothing happened
+        return "x"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("x"), output)
+"""
+
 BUSY_EVALUATOR = """
 import asyncio
 import time
@@ -298,6 +321,10 @@ def blocking(cli: Any) -> dict[str, Any]:
     return run_async(cli, "blocking.py", BLOCKING_EVALUATOR, "-c", "10", "--timeout", "2")
 
 
+def swallows(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "swallows.py", SWALLOWS_EVALUATOR, "-c", "1", "--timeout", "0.5")
+
+
 def busy(cli: Any) -> dict[str, Any]:
     return run_async(cli, "busy.py", BUSY_EVALUATOR, "-c", "150", "--timeout", "20")
 
@@ -325,6 +352,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "workers": (workers,),
         "blocking": (blocking,),
         "busy": (busy,),
+        "swallows": (swallows,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -483,3 +511,26 @@ def test_async_a_busy_loop_blames_no_item(async_runs: dict[str, Any]) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert set(cli.statuses(cli.json("report.json")).values()) == {"passed"}
     assert "notice: item " not in result.stdout
+
+
+def test_async_an_item_that_catches_its_timeout_is_still_a_timeout(
+    async_runs: dict[str, Any],
+) -> None:
+    # a cancellation caught and ignored does not make an item that ran too long pass; it
+    # is cancelled again a while later (as a child ignoring SIGTERM gets SIGKILL)
+    got = async_runs["swallows"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {
+        "eats-once": "timeout",
+        "eats-twice": "timeout",
+        "fine": "passed",
+    }
+    items = {i["id"]: i for i in cli.items_of(report)}
+    for name in ("eats-once", "eats-twice"):
+        assert items[name]["error"]["message"] == (
+            "item exceeded --timeout 0.5s: it caught the cancellation and went on"
+        )
+        assert items[name]["output"] == "x"
+    assert items["eats-twice"]["duration_s"] > 2  # the second cancellation came later

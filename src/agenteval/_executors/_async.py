@@ -66,6 +66,9 @@ _BEAT = 0.05
 _STALL = 0.2
 """A beat this much later than due means the loop was blocked (by an item's code)."""
 
+_RECANCEL = 2.0
+"""Seconds after which an item that caught its timeout's cancellation is cancelled again."""
+
 
 class AsyncExecutor(Executor):
     """Up to ``concurrency`` items at once on one event loop."""
@@ -334,19 +337,23 @@ class _ItemLoop:
             self.beat = now
 
     def _overran(self, key: int, record: ItemResult) -> ItemResult:
-        """The record of an item that finished, a timeout if it blocked the loop past its
-        --timeout (it could not be cancelled then): never passed for running too long."""
+        """The record of an item that finished, a timeout if it ran past its --timeout all
+        the same: it blocked the loop, where it could not be cancelled, or it caught the
+        cancellation and went on. Never passed for running too long."""
         self._account()  # the stall may have ended in this very step
         blocked = self._charged.get(key, 0.0)
         begun, stalled_then = self._begun[key]
         spent = time.monotonic() - begun - (self._stalled - stalled_then) + blocked
         assert self.timeout is not None
-        if not blocked or spent <= self.timeout:
+        if key in self._timed_out:
+            how = ": it caught the cancellation and went on"
+        elif blocked and spent > self.timeout:
+            how = (
+                f": it blocked the event loop for {blocked:.1f} s, where it could not be cancelled"
+            )
+        else:
             return record
-        error = self._timeout(
-            f": it blocked the event loop for {blocked:.1f} s, where it could not be cancelled"
-        )
-        return record.model_copy(update={"status": "timeout", "error": error})
+        return record.model_copy(update={"status": "timeout", "error": self._timeout(how)})
 
     def _timeout(self, how: str) -> ErrorInfo:
         return ErrorInfo(
@@ -371,6 +378,9 @@ class _ItemLoop:
             return
         self._timed_out.add(key)
         worker.cancel()
+        # should the item catch it and go on, it is cancelled again, as a child process
+        # that ignores SIGTERM gets SIGKILL
+        self._timers[key] = self.loop.call_later(_RECANCEL, self._expire, key)
 
     def _spawn(self) -> None:
         for _ in range(min(self.workers - len(self._running), len(self._queue))):
@@ -448,11 +458,12 @@ class _ItemLoop:
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
-                if key in self._timed_out:  # our cancellation, handled (or the item ate it)
+                if key in self._timed_out:  # our cancellations, handled (or the item ate them)
                     self._timed_out.discard(key)
                     me = asyncio.current_task()
-                    if me is not None and sys.version_info >= (3, 11):
-                        me.uncancel()  # the worker goes on to the next item
+                    if me is not None and sys.version_info >= (3, 11) and key not in self._ours:
+                        while me.cancelling():
+                            me.uncancel()  # the worker goes on to the next item
                 self._tasks.pop(key)
                 self._begun.pop(key)
                 self._charged.pop(key, None)
