@@ -435,6 +435,9 @@ class SummaryBuilder:
         """The summary of everything added so far (``complete=False``: interrupted)."""
         counts = self._counts
         total = len(self._records) + (len(self._spans) if self._spans is not None else 0)
+        # only an interrupt cancels items: with any cancelled, not all of them ran, even
+        # when every one had started
+        complete = complete and not counts["cancelled"]
         if error is not None:
             status: EvaluatorStatus = "error"
         elif skip_reason is not None:

@@ -272,6 +272,9 @@ def test_interrupt_grace_expiry_records_in_flight_items_cancelled(
         "the run was interrupted and the item did not finish within the grace period"
     )
     assert "4 cancelled" in got["result"].stdout
+    # every item had started, but not all finished: the evaluator's verdict is unknown
+    (evaluator,) = got["report"]["evaluators"]
+    assert (evaluator["status"], evaluator["complete"]) == ("interrupted", False)
 
 
 def test_interrupt_resume_reruns_cancelled_items(slow_runs: dict[str, Any]) -> None:
