@@ -426,6 +426,38 @@ def test_cli_driver_failure_exits_2_and_keeps_other_outputs(
     assert "PASSED  EchoEvaluator  evaluators/echo.py" in result.lines
 
 
+def test_cli_a_driver_failing_at_the_end_is_in_the_json_reports_verdict(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    # the JSON report's exit code is the run's, also when a driver listed after it fails
+    # in finish_run: the user's drivers finish before the report files
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleOutput, JsonOutput, OutputDriver
+
+        class Upload(OutputDriver):
+            def output(self, summary):
+                pass
+
+            def finish_run(self, run):
+                raise ConnectionError("dashboard down")
+
+        output = [JsonOutput("out.json"), Upload(), ConsoleOutput]
+        """,
+    )
+    result = cli("run", "--output-json", "extra.json")
+    assert result.code == 2, result
+    for name in ("out.json", "extra.json"):
+        assert json.loads((tmp_path / name).read_text())["run"]["exit_code"] == 2, name
+    assert (
+        "agenteval: output driver failed: Upload.finish_run() raised ConnectionError: "
+        "dashboard down" in result.stderr
+    )
+    assert result.lines[-1].endswith("exit 2")
+
+
 def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
     result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
     assert result.code == 0, result

@@ -755,23 +755,28 @@ def run_evaluations(
         interrupted=interrupted,
     )
     summary.exit_code = code
-    # the console speaks last, so that its verdict includes every other driver's failure
-    from .outputs._console import ConsoleOutput
-
-    for console_turn in (False, True):
+    # the user's own drivers finish first, then the report files, then the console: what
+    # those write (the exit code, the driver errors) includes every earlier one's failure
+    for turn in range(3):
+        summary.driver_errors = list(driver_set.errors)
         if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
             summary.exit_code = EXIT_ERROR
-        driver_set.call_some(
-            "finish_run", partial(_is_console, expected=console_turn, cls=ConsoleOutput), summary
-        )
+        driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
     summary.driver_errors = list(driver_set.errors)
     if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
         summary.exit_code = EXIT_ERROR
     return summary
 
 
-def _is_console(driver: OutputDriver, *, expected: bool, cls: type[OutputDriver]) -> bool:
-    return isinstance(driver, cls) is expected
+def _finishes_in(turn: int, driver: OutputDriver) -> bool:
+    """Whether ``driver`` finishes in ``turn``: 0 the user's drivers, 1 agenteval's report
+    files, 2 the console."""
+    from .outputs._console import ConsoleOutput
+
+    if isinstance(driver, ConsoleOutput):
+        return turn == 2
+    ours = type(driver).__module__.startswith("agenteval.")
+    return turn == (1 if ours else 0)
 
 
 def _apply_console_flags(
