@@ -470,6 +470,7 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
             timer.append(t)
             on_first(name)
             return
+        stop.hard = True
         raise HardStop(name)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}

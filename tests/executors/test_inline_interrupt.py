@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
 
 HANGS = """
@@ -32,9 +34,24 @@ HANGS = """
 """
 
 
-def test_inline_interrupt_cancels_an_item_past_the_grace_period(tmp_path: Path) -> None:
+CATCHES_ALL = """\
+            try:
+                time.sleep(60)
+            except BaseException as exc:  # even the stop at once
+                return f"caught {type(exc).__name__}"
+"""
+
+
+@pytest.mark.parametrize("item_catches_everything", [False, True])
+def test_inline_interrupt_cancels_an_item_past_the_grace_period(
+    tmp_path: Path, item_catches_everything: bool
+) -> None:
+    source = textwrap.dedent(HANGS)
+    if item_catches_everything:  # it returns as if it had finished: still cut off
+        source = source.replace("            time.sleep(60)\n", CATCHES_ALL)
+        assert "caught" in source
     (tmp_path / "evaluators").mkdir()
-    (tmp_path / "evaluators" / "hangs.py").write_text(textwrap.dedent(HANGS))
+    (tmp_path / "evaluators" / "hangs.py").write_text(source)
     proc = subprocess.Popen(
         [AGENTEVAL, "run", "--grace", "0.5", "--output-json", "out.json"],
         cwd=tmp_path,

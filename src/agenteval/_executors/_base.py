@@ -46,6 +46,7 @@ class StopState:
     grace: float = 10.0
     backstop: float = 0.0
     expired: bool = False  # the stop at once came from the grace period's end, not a signal
+    hard: bool = False  # the stop at once was raised (an item's code may have caught it)
 
     @property
     def cut_off(self) -> str:

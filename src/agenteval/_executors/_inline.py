@@ -30,6 +30,8 @@ class InlineExecutor(Executor):
                 started = time.perf_counter()
                 try:
                     record = execute_item(evaluator, task, max_output_bytes=limit)
+                    if stop.hard:  # the item's code caught the stop (``except BaseException``)
+                        raise HardStop(stop.requested)
                 except HardStop:
                     on_result(cancelled_record(task, time.perf_counter() - started, stop.cut_off))
                     raise
