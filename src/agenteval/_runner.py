@@ -34,7 +34,7 @@ from ._errors import (
     UsageError,
 )
 from ._evaluator import BaseEvaluator, is_async, prepare_call_sites
-from ._executors._base import Executor, ExecutorOptions, Isolation, StopState
+from ._executors._base import GRACE_TIMER, Executor, ExecutorOptions, Isolation, StopState
 from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
 from ._journal import (
     DEFAULT_RUNS_DIR,
@@ -465,7 +465,7 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
                 os.kill(os.getpid(), signum)
 
             t = threading.Timer(stop.grace + stop.backstop, expire)
-            t.daemon = True
+            t.name, t.daemon = GRACE_TIMER, True
             t.start()
             timer.append(t)
             on_first(name)

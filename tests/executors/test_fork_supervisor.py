@@ -5,13 +5,14 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import threading
 import time
 from typing import Any
 
 import pytest
 
 from agenteval import BaseEvaluator
-from agenteval._executors._base import ExecutorOptions, Isolation, StopState
+from agenteval._executors._base import GRACE_TIMER, ExecutorOptions, Isolation, StopState
 from agenteval._executors._fork import ForkExecutor
 from agenteval._executors._sweeper import Sweeper
 from agenteval._item import HardStop, ItemTask
@@ -35,7 +36,12 @@ def no_sweeper(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Sweeper, "start", lambda self: None)
 
 
-def run_items(count: int, isolation: Isolation = "item", concurrency: int = 2) -> list[ItemResult]:
+def run_items(
+    count: int,
+    isolation: Isolation = "item",
+    concurrency: int = 2,
+    notices: list[str] | None = None,
+) -> list[ItemResult]:
     evaluator = Echo()
     tasks = iter(
         [
@@ -44,9 +50,10 @@ def run_items(count: int, isolation: Isolation = "item", concurrency: int = 2) -
         ]
     )
     results: list[ItemResult] = []
-    ForkExecutor(ExecutorOptions(concurrency=concurrency, isolation=isolation)).run(
-        tasks, lambda *records: results.extend(records), StopState()
-    )
+    executor = ForkExecutor(ExecutorOptions(concurrency=concurrency, isolation=isolation))
+    executor.run(tasks, lambda *records: results.extend(records), StopState())
+    if notices is not None:
+        notices.extend(executor.notices)
     return sorted(results, key=lambda r: r.index)
 
 
@@ -57,6 +64,20 @@ def test_fork_supervisor_runs_items_in_children() -> None:
         (1, "passed", {"n": 1}),
         (2, "passed", {"n": 2}),
     ]
+
+
+def test_fork_supervisor_does_not_count_the_grace_timer_as_a_thread() -> None:
+    # after a first Ctrl-C the runner's timer for the grace period waits in a thread of its
+    # own (and holds no lock): forking then must not warn about threads in the parent
+    timer = threading.Timer(60, lambda: None)
+    timer.name = GRACE_TIMER
+    timer.start()
+    try:
+        notices: list[str] = []
+        assert [r.status for r in run_items(2, notices=notices)] == ["passed", "passed"]
+        assert notices == []
+    finally:
+        timer.cancel()
 
 
 def second_fork_fails(monkeypatch: pytest.MonkeyPatch) -> list[int]:

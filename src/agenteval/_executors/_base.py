@@ -31,6 +31,10 @@ def cancelled_record(task: ItemTask, duration: float, message: str = CANCELLED) 
     return fault_record(task, error, duration, "cancelled")
 
 
+GRACE_TIMER = "agenteval-grace-period"
+"""The name of the thread that ends the grace period: it only waits, holding no lock."""
+
+
 @dataclass
 class StopState:
     """Set by the signal handler: ``requested`` names the first signal; ``grace`` is how

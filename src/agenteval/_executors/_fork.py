@@ -66,7 +66,7 @@ from .._item import (
     scrub,
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
-from ._base import Executor, OnResult, StopState, TaskSource
+from ._base import GRACE_TIMER, Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
 from ._sweeper import Sweeper
 
@@ -500,13 +500,13 @@ def _other_threads() -> list[threading.Thread]:
 
     rich's progress refresh thread is left out: it only repaints the parent's console,
     and children get streams of their own (``_fresh_streams``); counting it would warn on
-    every run in a terminal.
+    every run in a terminal. So is the timer of the grace period after an interrupt.
     """
     current = threading.current_thread()
     return [
         t
         for t in threading.enumerate()
-        if t is not current and not type(t).__module__.startswith("rich.")
+        if t is not current and not type(t).__module__.startswith("rich.") and t.name != GRACE_TIMER
     ]
 
 
