@@ -268,6 +268,36 @@ def test_cli_an_evaluate_that_is_not_a_function_still_runs(cli: Cli, write: Writ
         assert "PASSED  Delegating  evaluators/delegating.py" in result.lines
 
 
+def test_cli_an_invalid_assertion_result_points_at_the_users_line(cli: Cli, write: Write) -> None:
+    # pydantic rejects the result inside its own code: the site shown is the user's
+    write(
+        "evaluators/nan_score.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import Assertion, AssertionResult
+
+        class Scored(Assertion):
+            def evaluate(self, actual):
+                return AssertionResult(passed=True, score=float("nan"))
+
+        class NanScore(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": 1}]
+
+            def run(self, item):
+                return "x"
+
+            def evaluate(self, output, item):
+                self.assert_that(Scored(), output)
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2, result
+    (line,) = [line for line in result.lines if line.startswith("  ERROR    item 1")]
+    assert "score must be a number in [0, 1], got NaN" in line
+    assert line.endswith("  evaluators/nan_score.py:6")
+
+
 def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> None:
     write("evaluators/echo.py", PASSING)
     write(
@@ -293,6 +323,12 @@ def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> Non
     assert result.code == 0, result
     assert "  skipped: no judge model configured" in result.lines
     assert "1 evaluator skipped" in result.lines[-1]
+    # with no item run at all, there is no success rate to speak of (not 0%)
+    alone = cli("run", "evaluators/skipped.py")
+    assert alone.code == 0, alone
+    assert alone.lines[-1].startswith(
+        "PASSED: 0 items, 0 passed, 0 failed, 0 errors, 1 evaluator skipped · success rate - · "
+    )
 
 
 def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
@@ -257,13 +259,18 @@ def _capped_text(text: str) -> str:
     return f"{text[:ERROR_TEXT_LIMIT]}… [{len(text) - ERROR_TEXT_LIMIT} more characters not kept]"
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+def _package_dir(module: Any) -> str:
+    return os.path.dirname(os.path.abspath(str(module.__file__))) + os.sep
+
+
+# pydantic's frames, too: a record or result the user's code builds fails validation in them
+_NOT_USER_CODE = tuple(_package_dir(m) for m in (sys.modules[__package__], os, pydantic))
 
 
 def _is_ours(filename: str) -> bool:
-    """Frames of agenteval itself or the standard library are not the user's call site."""
-    return filename.startswith((_PACKAGE_DIR, _STDLIB_DIR))
+    """Frames of agenteval itself, the standard library or pydantic are not the user's
+    call site."""
+    return filename.startswith(_NOT_USER_CODE)
 
 
 def _as_trajectory(output: Any) -> Any:

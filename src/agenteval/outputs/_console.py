@@ -259,7 +259,7 @@ class ConsoleOutput(OutputDriver):
             counts += f", {s.cancelled} cancelled"
         lines.append(
             (
-                f"  {_items(s.total)}: {counts} · success rate {_pct(s.success_rate)} · "
+                f"  {_items(s.total)}: {counts} · success rate {_rate(s.success_rate, s.total)} · "
                 f"avg score {f'{s.score.average:.2f}' if s.assertions.total else '-'} · "
                 f"assertions {s.assertions.passed}/{s.assertions.total}",
                 None,
@@ -365,11 +365,17 @@ class ConsoleOutput(OutputDriver):
         lines.append(
             (
                 f"{word}: {_items(run.total)}, {', '.join(parts)} · success rate "
-                f"{_pct(run.success_rate)} · {_secs(run.duration_s)} · exit {run.exit_code}",
+                f"{_rate(run.success_rate, run.total)} · {_secs(run.duration_s)} · "
+                f"exit {run.exit_code}",
                 style,
             )
         )
         return lines
+
+
+def _rate(rate: float, items: int) -> str:
+    """A success rate, or ``-`` when no item ran (nothing passed, nothing failed)."""
+    return _pct(rate) if items else "-"
 
 
 def _error_text(error: ErrorInfo) -> str:
