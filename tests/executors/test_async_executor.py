@@ -249,6 +249,34 @@ class Swallows(BaseEvaluator):
         self.assert_that(StringContains("x"), output)
 """
 
+IN_A_TASK_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+async def sync_tool():
+    await asyncio.sleep(0.1)
+    time.sleep(3)  # blocking code in a task the item started
+    return "answer"
+
+
+class InATask(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "in-a-task"}, {"id": "waits"}]
+
+    async def run(self, item):
+        if item["id"] == "in-a-task":
+            (answer,) = await asyncio.gather(sync_tool())
+            return answer
+        await asyncio.sleep(0.4)
+        return "answer"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
 BUSY_EVALUATOR = """
 import asyncio
 import time
@@ -325,6 +353,10 @@ def swallows(cli: Any) -> dict[str, Any]:
     return run_async(cli, "swallows.py", SWALLOWS_EVALUATOR, "-c", "1", "--timeout", "0.5")
 
 
+def in_a_task(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "in_a_task.py", IN_A_TASK_EVALUATOR, "-c", "2", "--timeout", "1")
+
+
 def busy(cli: Any) -> dict[str, Any]:
     return run_async(cli, "busy.py", BUSY_EVALUATOR, "-c", "150", "--timeout", "20")
 
@@ -353,6 +385,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "blocking": (blocking,),
         "busy": (busy,),
         "swallows": (swallows,),
+        "in-a-task": (in_a_task,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -493,9 +526,12 @@ def test_async_an_item_blocking_the_loop_times_out_not_the_items_it_held_up(
     assert cli.statuses(report) == {"blocks": "timeout", "hangs": "timeout"} | {
         f"waits-{n}": "passed" for n in range(6)
     }
-    errors = {i["id"]: i["error"]["message"] for i in cli.items_of(report) if i["error"]}
+    items = {i["id"]: i for i in cli.items_of(report)}
+    errors = {name: i["error"]["message"] for name, i in items.items() if i["error"]}
     assert errors["blocks"].startswith("item exceeded --timeout 2s: it blocked the event loop")
     assert errors["hangs"] == "item exceeded --timeout 2s and was cancelled"
+    # "hangs" awaited something slow and was never ready to run: not given the 3 s back
+    assert items["hangs"]["duration_s"] < 4.5
     (notice,) = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
     assert notice.startswith(
         "notice: item 'blocks' of blocking.py::Blocking blocked the event loop"
@@ -534,3 +570,16 @@ def test_async_an_item_that_catches_its_timeout_is_still_a_timeout(
         )
         assert items[name]["output"] == "x"
     assert items["eats-twice"]["duration_s"] > 2  # the second cancellation came later
+
+
+def test_async_blocking_code_in_a_task_of_the_item_is_charged_to_it(
+    async_runs: dict[str, Any],
+) -> None:
+    got = async_runs["in-a-task"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {"in-a-task": "timeout", "waits": "passed"}
+    notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert [n.split(" blocked the event loop")[0] for n in notices] == [
+        "notice: item 'in-a-task' of in_a_task.py::InATask"
+    ]

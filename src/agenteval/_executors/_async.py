@@ -4,12 +4,9 @@ For concurrency in the hundreds, where a process per item would be wasteful. Ite
 the process, so isolation is weaker than with the fork executor: an item that blocks the
 event loop delays the others, and ``--timeout`` can only cancel at an ``await``.
 
-What an item blocking the loop does not do is make the others time out. With ``--timeout``
-the loop beats every ``_BEAT`` seconds; a beat that comes much later than it should means
-the loop ran nothing meanwhile, and that stall does not count towards the timeouts of the
-items that were waiting, only of the item whose code held the loop. Which one that was,
-the main thread looks up while it lasts (the task running on the loop), since nothing on
-the loop itself runs then; the run's notices name it.
+What an item blocking the loop does not do is make the others time out: with
+``--timeout``, ``_stalls`` tells whose code held the loop, and the items it held up get
+that time back.
 
 The items run on an event loop in a thread of its own, and only the items do. Everything
 else stays in the main thread, as with the other executors: pulling tasks (which runs the
@@ -38,11 +35,13 @@ import sys
 import threading
 import time
 from types import CodeType
+from typing import Any
 
 from .._evaluator import BaseEvaluator
 from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
+from ._stalls import BEAT, ITEM, Stalls
 from ._timers import PromptSelector
 
 _TOP_UP = 0.005
@@ -59,12 +58,6 @@ _CANCEL_WAIT = 1.0
 
 _HARD_STOP_WAIT = 0.5
 """The same after a second interrupt."""
-
-_BEAT = 0.05
-"""Seconds between the loop's beats, with ``--timeout``."""
-
-_STALL = 0.2
-"""A beat this much later than due means the loop was blocked (by an item's code)."""
 
 _RECANCEL = 2.0
 """Seconds after which an item that caught its timeout's cancellation is cancelled again."""
@@ -101,7 +94,8 @@ class AsyncExecutor(Executor):
             raise
         finally:
             items.close(wait)
-            self.notices.extend(items.stall_notices())
+            if items.stalls is not None:
+                self.notices.extend(items.stalls.notices())
 
     def _supervise(
         self,
@@ -203,17 +197,11 @@ class _ItemLoop:
         self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
         self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
-        # --timeout: what each item's timeout counts (see the module docs)
-        self._timers: dict[int, asyncio.TimerHandle] = {}
+        # --timeout: the items' timers, and who held the loop up
+        self._timers: dict[int, asyncio.Handle] = {}
         self._timed_out: set[int] = set()
-        self._tasks: dict[int, ItemTask] = {}
-        self._begun: dict[int, tuple[float, float]] = {}  # when it started, stalls until then
-        self._charged: dict[int, float] = {}  # stalls the item's own code caused
-        self._stalled = 0.0  # seconds the loop was blocked so far
-        self.beat = time.monotonic()  # the loop's last beat
-        self._seen: tuple[int, ItemTask | None] | None = None  # by the main thread's last look
-        self.blocker: tuple[int, ItemTask | None] | None = None  # the item holding the loop
-        self.stalls: list[tuple[ItemTask | None, float]] = []
+        self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
+        self.stalls = Stalls() if timeout is not None else None
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._main, name="agenteval-async", daemon=True)
         self._thread.start()
@@ -247,38 +235,9 @@ class _ItemLoop:
         return self._thread.is_alive()
 
     def watch(self) -> None:
-        """Note which item holds the loop, if it has not beaten for a while (no callback of
-        the loop runs then, so this is the only place left to see it). The same item seen
-        twice running is the one blocking it; different ones are a loop merely busy."""
-        if self.timeout is None or time.monotonic() - self.beat < 2 * _BEAT:
-            self._seen = None
-            return
-        running = asyncio.current_task(self.loop)
-        seen = None
-        for key, worker in list(self._current.items()):  # one call: safe while it changes
-            if worker is running:
-                seen = (key, self._tasks.get(key))
-        if seen is not None and self._seen is not None and seen[0] == self._seen[0]:
-            self.blocker = seen
-        self._seen = seen
-
-    def stall_notices(self) -> list[str]:
-        """One line per item that blocked the loop (and one for the stalls of no item)."""
-        by_item: dict[tuple[str, str | int] | None, float] = {}
-        for task, seconds in self.stalls:
-            where = None if task is None else (task.evaluator_id, task.id)
-            by_item[where] = by_item.get(where, 0.0) + seconds
-        advice = "await instead, use asyncio.to_thread, or run with --executor fork"
-        return [
-            f"item {where[1]!r} of {where[0]} blocked the event loop for {seconds:.1f} s "
-            f"(blocking code in async def run or evaluate); the other items' --timeout "
-            f"did not count that time — {advice}"
-            if where is not None
-            else f"the event loop ran items' code for {seconds:.1f} s without a break "
-            f"(many items at once, or code that does not await); the items' --timeout did "
-            f"not count that time — {advice}"
-            for where, seconds in by_item.items()
-        ]
+        """Note which item holds the loop, should it be held (see ``_stalls``)."""
+        if self.stalls is not None:
+            self.stalls.watch(self.loop, self._current)
 
     def close(self, wait: float | None) -> None:
         """Stop the loop, cancelling what still runs, and wait up to ``wait`` s (None: all)."""
@@ -289,9 +248,11 @@ class _ItemLoop:
     # -- the loop's thread ------------------------------------------------------------------
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
-        if self.timeout is not None:
-            self.beat = time.monotonic()
+        if self.stalls is not None:
+            self.stalls.beat_at = time.monotonic()
             self.loop.call_soon(self._beat)
+            if self.loop.get_task_factory() is None:  # a user's own loop may have one
+                self.loop.set_task_factory(self.stalls.task_factory)
         try:
             while not self._closing:
                 # a task the user started may raise these through the loop: not theirs
@@ -320,34 +281,19 @@ class _ItemLoop:
         self.loop.stop()
 
     def _beat(self) -> None:
-        self._account(beat=True)
-        self.loop.call_later(_BEAT, self._beat)
-
-    def _account(self, *, beat: bool = False) -> None:
-        """Count a stall, if the loop has not beaten for much longer than it should."""
-        now = time.monotonic()
-        gap = now - self.beat - _BEAT
-        if gap > _STALL:
-            blocker, self.blocker = self.blocker, None
-            self._stalled += gap
-            if blocker is not None and blocker[0] in self._begun:  # still running
-                self._charged[blocker[0]] = self._charged.get(blocker[0], 0.0) + gap
-            self.stalls.append((blocker[1] if blocker is not None else None, gap))
-        if beat or gap > _STALL:
-            self.beat = now
+        assert self.stalls is not None
+        self.stalls.account(beat=True)
+        self.loop.call_later(BEAT, self._beat)
 
     def _overran(self, key: int, record: ItemResult) -> ItemResult:
         """The record of an item that finished, a timeout if it ran past its --timeout all
-        the same: it blocked the loop, where it could not be cancelled, or it caught the
-        cancellation and went on. Never passed for running too long."""
-        self._account()  # the stall may have ended in this very step
-        blocked = self._charged.get(key, 0.0)
-        begun, stalled_then = self._begun[key]
-        spent = time.monotonic() - begun - (self._stalled - stalled_then) + blocked
-        assert self.timeout is not None
+        the same: it caught the cancellation and went on, or it held the loop, where it
+        could not be cancelled. Never passed for running too long."""
+        assert self.stalls is not None and self.timeout is not None
+        blocked = self.stalls.overran_by(key, self.timeout)
         if key in self._timed_out:
             how = ": it caught the cancellation and went on"
-        elif blocked and spent > self.timeout:
+        elif blocked:
             how = (
                 f": it blocked the event loop for {blocked:.1f} s, where it could not be cancelled"
             )
@@ -363,18 +309,23 @@ class _ItemLoop:
         )
 
     def _expire(self, key: int) -> None:
-        """The item's time may be up: cancel it, unless stalls it waited through leave it
-        time (then look again when that is up)."""
+        """The item's time is up: cancel it, unless others' code held the loop while it
+        was ready to run (then it gets that time back)."""
         self._timers.pop(key, None)
         worker = self._current.get(key)
-        if worker is None or self.timeout is None:
+        if worker is None or self.stalls is None:
             return
-        self._account()
-        begun, stalled_then = self._begun[key]
-        spent = time.monotonic() - begun - (self._stalled - stalled_then)
-        left = self.timeout - spent - self._charged.get(key, 0.0)
-        if left > 0:
-            self._timers[key] = self.loop.call_later(left, self._expire, key)
+        if key not in self._settling and self.stalls.just_ended():
+            # the timers that fell due meanwhile run in this same step, after this one:
+            # look again once they have, to see whether the item is ready to run
+            self._settling.add(key)
+            self._timers[key] = self.loop.call_soon(self._expire, key)
+            return
+        self._settling.discard(key)
+        ready = any(_ready(t) for t in [worker, *self.stalls.tasks_of(key)])
+        due = 0.0 if key in self._timed_out else self.stalls.give_back(key, ready)
+        if due > 0:
+            self._timers[key] = self.loop.call_later(due, self._expire, key)
             return
         self._timed_out.add(key)
         worker.cancel()
@@ -435,13 +386,13 @@ class _ItemLoop:
 
     async def _one(self, key: int, evaluator: BaseEvaluator, task: ItemTask) -> ItemResult:
         started = self.started[key]
-        if self.timeout is not None:
-            self._tasks[key] = task
-            self._begun[key] = (time.monotonic(), self._stalled)
+        if self.stalls is not None and self.timeout is not None:
+            self.stalls.start(key, task)
             self._timers[key] = self.loop.call_later(self.timeout, self._expire, key)
+        token = ITEM.set(key)  # tasks the item creates are its, too
         try:
             record = await aexecute_item(evaluator, task, max_output_bytes=self.max_output_bytes)
-            return self._overran(key, record) if self.timeout is not None else record
+            return self._overran(key, record) if self.stalls is not None else record
         except asyncio.CancelledError as exc:
             if key in self._ours:
                 raise
@@ -454,19 +405,18 @@ class _ItemLoop:
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
         finally:
-            if self.timeout is not None:
+            ITEM.reset(token)
+            me = asyncio.current_task()
+            if me is not None and sys.version_info >= (3, 11) and key not in self._ours:
+                while me.cancelling():  # a timeout's, or one the item's code asked for
+                    me.uncancel()  # handled: the worker goes on to the next item
+            if self.stalls is not None:
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
-                if key in self._timed_out:  # our cancellations, handled (or the item ate them)
-                    self._timed_out.discard(key)
-                    me = asyncio.current_task()
-                    if me is not None and sys.version_info >= (3, 11) and key not in self._ours:
-                        while me.cancelling():
-                            me.uncancel()  # the worker goes on to the next item
-                self._tasks.pop(key)
-                self._begun.pop(key)
-                self._charged.pop(key, None)
+                self._timed_out.discard(key)
+                self._settling.discard(key)
+                self.stalls.finish(key)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -476,6 +426,15 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     if sys.platform == "win32" or type(policy) is not asyncio.DefaultEventLoopPolicy:
         return asyncio.new_event_loop()
     return asyncio.SelectorEventLoop(PromptSelector())
+
+
+def _ready(task: asyncio.Task[Any]) -> bool:
+    """Whether the task would run now but for the loop being held: what it awaits is done
+    (asyncio keeps that as ``_fut_waiter``; where it does not, assume so)."""
+    if task.done():
+        return False
+    waiter = getattr(task, "_fut_waiter", None)
+    return waiter is None or bool(waiter.done())
 
 
 def _changed(fresh: contextvars.Context) -> bool:

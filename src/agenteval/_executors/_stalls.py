@@ -1,0 +1,192 @@
+"""Whose code held the async executor's event loop, and for how long (``--timeout``).
+
+An item that runs blocking code in ``async def run`` (a ``time.sleep``, a sync client,
+CPU-bound work) holds the loop: no other item runs meanwhile, and their deadlines pass.
+With ``--timeout`` the loop beats every ``BEAT`` seconds; a beat that comes more than
+``STALL`` seconds late means the loop was held. Nothing on the loop runs while it is, so
+the main thread looks (``watch``, while it waits for records): the task running on the
+loop, and the item it works for, sub-tasks included. The time it saw each item running
+is charged to that item, and the notices after the run name it.
+
+When an item's deadline comes, it gets back the time others held the loop since it
+started, if it is ready to run then (what it awaited is done, or one of its tasks is
+ready): held up, not slow. An item still awaiting something slow times out on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .._item import ItemTask
+
+BEAT = 0.05
+"""Seconds between the loop's beats."""
+
+STALL = 0.2
+"""A beat this much later than due means the loop was held."""
+
+ITEM: contextvars.ContextVar[int] = contextvars.ContextVar("agenteval_async_item")
+"""The key of the item a task works for (set while the item runs, inherited by its tasks)."""
+
+_MOST = 5
+"""Items named in the notices; the others are counted."""
+
+
+class Stalls:
+    """The loop's stalls so far, and what each item was charged for and spared.
+
+    The loop's thread calls ``beat``, ``account``, ``start``, ``finish``, ``credit``,
+    ``overran_by`` and, as the loop's task factory, ``task_factory``; the main thread calls
+    ``watch`` and ``notices``.
+    """
+
+    def __init__(self) -> None:
+        self.beat_at = time.monotonic()
+        self.total = 0.0  # seconds the loop was held, by anyone
+        self.ended_at = 0.0  # when the last stall was counted
+        self._begun: dict[int, tuple[float, float]] = {}  # key -> (start, ``total`` then)
+        self._given: dict[int, float] = {}  # key -> the time others held the loop, given back
+        self._charged: dict[int, float] = {}  # key -> the seconds its own code held the loop
+        self._tasks: dict[int, ItemTask] = {}
+        self._owners: dict[asyncio.Task[Any], int] = {}  # an item's own tasks -> its key
+        self._seen: tuple[float, dict[int, float]] = (self.beat_at, {})  # by ``watch``
+        self._looked = self.beat_at
+        self._named: dict[tuple[str, str | int], float] = {}  # for the notices
+        self._unowned = 0.0
+
+    # -- the loop's thread ----------------------------------------------------------------
+    def account(self, *, beat: bool = False) -> None:
+        """Count a stall, if the loop has not beaten for much longer than it should: each
+        item is charged what ``watch`` saw of it."""
+        now = time.monotonic()
+        gap = now - self.beat_at - BEAT
+        if gap > STALL:
+            tag, seen = self._seen
+            owned = 0.0
+            for key, seconds in (dict(seen) if tag == self.beat_at else {}).items():
+                seconds = min(seconds, gap - owned)
+                owned += seconds
+                self._charged[key] = self._charged.get(key, 0.0) + seconds
+                task = self._tasks.get(key)
+                if task is not None:
+                    where = (task.evaluator_id, task.id)
+                    self._named[where] = self._named.get(where, 0.0) + seconds
+            self.total += gap
+            self._unowned += gap - owned
+            self.ended_at = now
+        if beat or gap > STALL:
+            self.beat_at = now
+
+    def just_ended(self) -> bool:
+        """Whether a stall was counted a moment ago: timers that came due while it lasted
+        may not have run yet."""
+        self.account()
+        return time.monotonic() - self.ended_at < STALL
+
+    def start(self, key: int, task: ItemTask) -> None:
+        self.account()  # a stall that just ended is not this item's
+        self._begun[key] = (time.monotonic(), self.total)
+        self._tasks[key] = task
+
+    def finish(self, key: int) -> None:
+        self._begun.pop(key, None)
+        self._given.pop(key, None)
+        self._charged.pop(key, None)
+        self._tasks.pop(key, None)
+
+    def _others(self, key: int) -> float:
+        """Seconds others held the loop since the item started."""
+        self.account()
+        _, total_then = self._begun[key]
+        return max(0.0, self.total - total_then - self._charged.get(key, 0.0))
+
+    def give_back(self, key: int, ready: bool) -> float:
+        """At the item's deadline: the seconds to move it by, those others held the loop
+        for since it started and not given back yet, if the item is ``ready`` to run."""
+        others = self._others(key)
+        due = others - self._given.get(key, 0.0)
+        if not ready or due <= 0:
+            return 0.0
+        self._given[key] = others
+        return due
+
+    def overran_by(self, key: int, timeout: float) -> float:
+        """For an item that finished: how long its own code held the loop, if it ran past
+        its timeout once what others held it for is taken off; else 0."""
+        others = self._others(key)  # (a stall that just ended is counted)
+        blocked = self._charged.get(key, 0.0)
+        spent = time.monotonic() - self._begun[key][0]
+        return blocked if blocked and spent - others > timeout else 0.0
+
+    def tasks_of(self, key: int) -> list[asyncio.Task[Any]]:
+        """The tasks the item's code created and that still run."""
+        return [task for task, owner in list(self._owners.items()) if owner == key]
+
+    def task_factory(
+        self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        """Tasks as usual, remembering which item's code created each one."""
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        key = ITEM.get(None)
+        if key is not None:
+            self._owners[task] = key
+            task.add_done_callback(self._owners.pop)
+        return task
+
+    # -- the main thread ------------------------------------------------------------------
+    def watch(self, loop: asyncio.AbstractEventLoop, workers: Mapping[int, Any]) -> None:
+        """If the loop has not beaten for a while, note the item whose code it runs."""
+        now = time.monotonic()
+        tag = self.beat_at
+        if now - tag < 2 * BEAT:
+            self._looked = now
+            return
+        running = asyncio.current_task(loop)
+        key = self._owners.get(running) if running is not None else None
+        if key is None:
+            # one call each: safe while the loop's thread changes them
+            key = next((k for k, w in list(workers.items()) if w is running), None)
+        seen_tag, seen = self._seen
+        if seen_tag != tag:
+            seen = {}
+            self._seen = (tag, seen)
+        if key is not None:
+            seen[key] = seen.get(key, 0.0) + min(now - self._looked, now - tag)
+        self._looked = now
+
+    def notices(self) -> list[str]:
+        """What to tell the user: which items held the loop, for how long (one still
+        holding it included), and how long no one item did."""
+        named = dict(self._named)
+        tag, seen = self._seen
+        if tag == self.beat_at:  # a stall not over: the loop is held still
+            for key, seconds in dict(seen).items():
+                task = self._tasks.get(key)
+                if task is not None:
+                    where = (task.evaluator_id, task.id)
+                    named[where] = named.get(where, 0.0) + seconds
+        advice = "await instead, use asyncio.to_thread, or run with --executor fork"
+        held = sorted(((where, s) for where, s in named.items() if s >= STALL), key=lambda x: -x[1])
+        lines = [
+            f"item {item_id!r} of {evaluator} blocked the event loop for {seconds:.1f} s "
+            f"(blocking code in async def run or evaluate); the items it held up were "
+            f"given that time on top of their --timeout — {advice}"
+            for (evaluator, item_id), seconds in held[:_MOST]
+        ]
+        if len(held) > _MOST:
+            rest = held[_MOST:]
+            lines.append(
+                f"{len(rest)} more items blocked the event loop, for "
+                f"{sum(s for _, s in rest):.1f} s in all"
+            )
+        if self._unowned >= STALL:
+            lines.append(
+                f"the event loop ran items' code for {self._unowned:.1f} s in all without a "
+                f"break (many items at once, or code that does not await); the items were "
+                f"given that time on top of their --timeout — {advice}"
+            )
+        return lines
