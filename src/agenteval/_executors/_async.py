@@ -179,9 +179,10 @@ class AsyncExecutor(Executor):
 class _ItemLoop:
     """An event loop in a thread of its own, running the items and nothing else.
 
-    The main thread talks to it through ``submit``, ``wake``, ``hold``, ``cancel`` and
-    ``close``, and reads finished records from ``done`` and start times from ``started``;
-    every other attribute belongs to the loop's thread.
+    The main thread talks to it through ``submit``, ``wake``, ``hold``, ``cancel``,
+    ``watch`` and ``close``, reads finished records from ``done`` and start times from
+    ``started``, and the notices of ``stalls`` once the loop is closed; every other
+    attribute belongs to the loop's thread.
     """
 
     def __init__(self, workers: int, timeout: float | None, max_output_bytes: int | None) -> None:
