@@ -39,9 +39,9 @@ _MOST = 5
 class Stalls:
     """The loop's stalls so far, and what each item was charged for and spared.
 
-    The loop's thread calls ``beat``, ``account``, ``start``, ``finish``, ``credit``,
-    ``overran_by`` and, as the loop's task factory, ``task_factory``; the main thread calls
-    ``watch`` and ``notices``.
+    The loop's thread calls ``account`` (on each beat), ``just_ended``, ``start``,
+    ``finish``, ``give_back``, ``overran_by``, ``tasks_of`` and, as the loop's task
+    factory, ``task_factory``; the main thread calls ``watch`` and ``notices``.
     """
 
     def __init__(self) -> None:
