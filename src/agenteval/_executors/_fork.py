@@ -97,8 +97,11 @@ _BACKSTOP = KILL_GRACE
 """Seconds beyond the grace period before the signal handler stops the run at once: time
 for this executor to kill the remaining children and record them as ``cancelled``."""
 
-_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-_SIGNAL_NUMBERS = (int(signal.SIGINT), int(signal.SIGTERM))
+# as plain ints, worked out here: a child that converted the enums would touch (and so
+# copy) their pages of the parent's memory
+_SIGINT, _SIGTERM = int(signal.SIGINT), int(signal.SIGTERM)
+_SIGNALS = (_SIGINT, _SIGTERM)
+_SIG_IGN, _SIG_DFL, _SIG_UNBLOCK = int(signal.SIG_IGN), int(signal.SIG_DFL), int(signal.SIG_UNBLOCK)
 
 _COLLAPSE_AFTER = 64
 """Forks after which the parent's memory is backed by huge pages (see _hugepages): by then
@@ -280,11 +283,11 @@ def _child_main(
         gc.freeze()
         # SIGINT/SIGTERM are blocked since before the fork: set our own dispositions, leave
         # the CLI's process group, then let signals in
-        _signal.signal(_SIGNAL_NUMBERS[0], int(signal.SIG_IGN))  # Ctrl-C: the parent's
-        _signal.signal(_SIGNAL_NUMBERS[1], int(signal.SIG_DFL))
+        _signal.signal(_SIGINT, _SIG_IGN)  # Ctrl-C is the parent's to handle
+        _signal.signal(_SIGTERM, _SIG_DFL)
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
-        _signal.pthread_sigmask(int(signal.SIG_UNBLOCK), _SIGNAL_NUMBERS)
+        _signal.pthread_sigmask(_SIG_UNBLOCK, _SIGNALS)
         _set_parent_death_signal()
         if os.getppid() != parent:
             os._exit(70)
