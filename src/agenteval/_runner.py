@@ -22,6 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic_core import from_json, to_json
+
 from ._cache_settings import using_cache
 from ._config import Config, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
@@ -35,7 +37,14 @@ from ._errors import (
 )
 from ._evaluator import BaseEvaluator, is_async, prepare_call_sites
 from ._executors._base import GRACE_TIMER, Executor, ExecutorOptions, Isolation, StopState
-from ._item import DEFAULT_MAX_OUTPUT_BYTES, HardStop, ItemTask, error_info, record_json
+from ._item import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    HardStop,
+    ItemTask,
+    error_info,
+    record_json,
+    scrub,
+)
 from ._journal import (
     DEFAULT_RUNS_DIR,
     MANIFEST_SCHEMA,
@@ -56,6 +65,7 @@ from ._results import (
     Stage,
     SummaryBuilder,
 )
+from ._serialize import placeholder, to_jsonable
 from ._version import __version__
 from .outputs._base import OutputDriver, RunInfo
 
@@ -87,6 +97,8 @@ class _EvaluatorState:
     all_pulled: bool = False
     """Its dataset ended and every item was handed out: once all have a record, it is
     complete even if the run is interrupted before the generator finds out."""
+    changed: int = 0
+    """Items of a resumed run whose record is of another input: they run again."""
 
 
 class _Drivers:
@@ -169,6 +181,23 @@ class _Ids:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _alike(then: Any, now: Any) -> bool:
+    """Whether two JSON values are equal, taking values that have no JSON form as equal
+    when of the same type (their ``repr`` may hold an address)."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        if then.keys() != now.keys():
+            return False
+        if then.keys() == _PLACEHOLDER_KEYS:
+            return bool(then["unserializable"] == now["unserializable"])
+        return all(_alike(v, now[k]) for k, v in then.items())
+    if isinstance(then, list) and isinstance(now, list):
+        return len(then) == len(now) and all(_alike(a, b) for a, b in zip(then, now, strict=True))
+    return type(then) is type(now) and bool(then == now)
+
+
+_PLACEHOLDER_KEYS = placeholder(None).keys()
 
 
 def _dataset_len(dataset: Any) -> int | None:
@@ -350,10 +379,35 @@ class _Run:
             kept = previous.get((spec_id, str(item_id), 0)) if previous else None
             if kept is not None:
                 done, offset, length = kept
-                state.builder.add(done, at=(offset, length))
-                self.drivers.call("item_finished", done)
-                continue
+                if not self._same_input(done.input, item):
+                    # the item is not the one that ran: run it, as a fresh run would
+                    state.changed += 1
+                elif done.index != index:
+                    # rows were added, removed or reordered (a --force resume): the record
+                    # is journaled again at the item's new place, so the report keeps
+                    # dataset order
+                    state.pending += 1
+                    self.on_result(done.model_copy(update={"index": index}))
+                    continue
+                else:
+                    state.builder.add(done, at=(offset, length))
+                    self.drivers.call("item_finished", done)
+                    continue
             yield index, item_id, item
+
+    def _same_input(self, recorded: Any, item: Any) -> bool:
+        """Whether a record's ``input`` is that of ``item`` (as journaled: redacted)."""
+        now = to_jsonable(item)
+        try:
+            text = to_json(now)
+        except ValueError:  # text UTF-8 cannot hold: journaled with U+FFFD in its place
+            now = scrub(now)
+            text = to_json(now)
+        if text == to_json(recorded):
+            return True
+        if self.redact:
+            now = from_json(self.redact(text.decode()))
+        return _alike(recorded, now)
 
     # -- results ---------------------------------------------------------------------
     def on_result(self, *results: ItemResult) -> None:
@@ -736,6 +790,13 @@ def run_evaluations(
         run.close_unfinished(hard=hard)
     interrupted = stop.requested
     notices.extend(chosen.notices)
+    notices.extend(
+        f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
+        f"differed from what run {run_id} recorded (another input under the same id): "
+        f"run again"
+        for state in run.states
+        if state.changed
+    )
     summary = RunSummary(
         id=run_id,
         started_at=started_at,

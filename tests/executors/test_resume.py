@@ -104,6 +104,89 @@ def changed_dataset(cli: Any) -> dict[str, Any]:
     return {"cli": cli, "run_id": run_dir.name, "refused": refused}
 
 
+def reordered_dataset(cli: Any) -> dict[str, Any]:
+    """Resumed with --force after rows were added, removed, moved and changed."""
+    setup_project(cli, CASES)
+    cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    missing = drop_last_records(run_dir, 1)
+    starts_first = starts(cli)
+    cases = [
+        {"id": "n", "kind": "ok"},  # new
+        {"id": "c", "kind": "ok"},  # moved
+        {"id": "b", "kind": "fails"},  # changed
+        {"id": "a", "kind": "ok"},  # moved; d removed
+    ]
+    (cli.root / "cases.json").write_text(json.dumps(cases))
+    forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
+    starts_forced = starts(cli)
+    again = cli.run(*ARGS, "again.json", "--resume", "--force")
+    starts_again = starts(cli)
+    fresh = cli.run(*ARGS, "fresh.json", "--runs-dir", "elsewhere")
+    return {
+        "cli": cli,
+        "run_id": run_dir.name,
+        "missing": missing,
+        "starts_first": starts_first,
+        "forced": forced,
+        "starts_forced": starts_forced,
+        "again": again,
+        "starts_again": starts_again,
+        "fresh": fresh,
+    }
+
+
+OPAQUE_EVALUATOR = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+from agenteval.datasets import ArrayDataset
+
+os.environ["SERVICE_TOKEN"] = "s3cret-token-value"  # redacted from what is journaled
+
+
+def log_start(item_id):
+    with open("starts.log", "a") as fh:
+        fh.write(item_id + "\\n")
+
+
+class Tool:  # its repr holds an address, other in each run
+    pass
+
+
+class Opaque(BaseEvaluator):
+    def get_dataset(self):
+        return ArrayDataset([
+            {
+                "id": i,
+                "token": os.environ["SERVICE_TOKEN"],
+                "tool": Tool(),
+                "pair": (1, 2.5),
+                "text": "\\ud83d",  # a lone surrogate: journaled as U+FFFD
+            }
+            for i in "abcd"
+        ])
+
+    def run(self, item):
+        log_start(item["id"])
+        return "ok"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("ok"), output)
+"""
+
+
+def opaque_inputs(cli: Any) -> dict[str, Any]:
+    """Resumed items whose journaled input cannot be the item's own JSON, byte for byte."""
+    cli.write("opaque.py", OPAQUE_EVALUATOR)
+    cli.run("opaque.py", "-c", "2", "--no-progress")
+    (run_dir,) = cli.run_dirs()
+    missing = drop_last_records(run_dir, 1)
+    resumed = cli.run("opaque.py", "-c", "2", "--no-progress", "--resume")
+    return {"cli": cli, "run_dir": run_dir, "missing": missing, "resumed": resumed}
+
+
 def retry_errors(cli: Any) -> dict[str, Any]:
     cases = [
         {"id": "ok", "kind": "ok"},
@@ -145,7 +228,9 @@ def unknown_run(cli: Any) -> dict[str, Any]:
 SCENARIOS = {
     "changed-evaluator": changed_evaluator,
     "changed-dataset": changed_dataset,
+    "reordered-dataset": reordered_dataset,
     "retry-errors": retry_errors,
+    "opaque-inputs": opaque_inputs,
     "torn-last-line": torn_last_line,
     "unknown-run": unknown_run,
 }
@@ -186,6 +271,51 @@ def test_resume_refuses_when_dataset_changed(resumed: dict[str, Any]) -> None:
         f"agenteval: error: Cannot resume run {got['run_id']!r}: dataset cases.json changed "
         f"since it ran. Start a new run, or pass --force to resume anyway\n"
     )
+
+
+def test_resume_force_after_dataset_edits_reports_the_dataset_as_it_is(
+    resumed: dict[str, Any],
+) -> None:
+    got = resumed["reordered-dataset"].result()
+    cli, forced = got["cli"], got["forced"]
+    assert forced.returncode == 1, forced.stdout + forced.stderr
+    report = cli.json("forced.json")
+    items = cli.items_of(report)
+    # dataset order, each item once at its new index; b ran again on its new input
+    assert [(i["index"], i["id"], i["status"]) for i in items] == [
+        (0, "n", "passed"),
+        (1, "c", "passed"),
+        (2, "b", "failed"),
+        (3, "a", "passed"),
+    ]
+    assert items[2]["input"] == {"id": "b", "kind": "fails"}
+    reran = {"n", "b"} | ({got["missing"][0]} & {"a", "c"})
+    assert got["starts_forced"] == sorted([*got["starts_first"], *reran])
+    assert (
+        f"notice: 1 item of Resumable differed from what run {got['run_id']} recorded "
+        f"(another input under the same id): run again"
+    ) in forced.stdout.splitlines()
+    # what the report says is what the journal says: equal to a fresh run of the dataset
+    assert cli.comparable(report) == cli.comparable(cli.json("fresh.json"))
+    again = got["again"]
+    assert again.returncode == 1
+    assert got["starts_again"] == got["starts_forced"]  # nothing ran again
+    assert cli.comparable(cli.json("again.json")) == cli.comparable(report)
+    assert "differed" not in again.stdout
+
+
+def test_resume_keeps_records_of_redacted_and_unserializable_inputs(
+    resumed: dict[str, Any],
+) -> None:
+    got = resumed["opaque-inputs"].result()
+    cli, run = got["cli"], got["resumed"]
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "differed" not in run.stdout
+    assert starts(cli) == sorted(["a", "b", "c", "d", *got["missing"]])
+    (record, *_) = cli.records(got["run_dir"])
+    assert record["input"]["token"] == "[REDACTED]"
+    assert record["input"]["tool"]["unserializable"].endswith(".Tool")
+    assert record["input"]["text"] == "\ufffd"
 
 
 def test_resume_unknown_run_id_is_a_usage_error(resumed: dict[str, Any]) -> None:
