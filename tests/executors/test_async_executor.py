@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -277,6 +279,45 @@ class InATask(BaseEvaluator):
         pass
 """
 
+FOR_GOOD_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+def log(name, text):
+    with open(name, "a") as fh:
+        fh.write(text + "\\n")
+
+
+class ForGood(BaseEvaluator):
+    def get_dataset(self):
+        return (
+            [{"id": "sleeps"}, {"id": "waits-0"}, {"id": "waits-1"}, {"id": "spins"}]
+            + [{"id": f"after-{n}"} for n in range(4)]
+        )
+
+    async def run(self, item):
+        log("starts.log", item["id"])
+        await asyncio.sleep(0.1)
+        if item["id"] == "sleeps":
+            time.sleep(600)  # blocking C code: nothing can free the loop's thread from it
+        if item["id"] == "spins":
+            try:
+                while True:  # Python code that never awaits
+                    pass
+            except BaseException as exc:
+                log("spins.log", type(exc).__name__)
+                raise
+        await asyncio.sleep(0.3)
+        return "answer"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+"""
+
 BUSY_EVALUATOR = """
 import asyncio
 import time
@@ -349,6 +390,10 @@ def blocking(cli: Any) -> dict[str, Any]:
     return run_async(cli, "blocking.py", BLOCKING_EVALUATOR, "-c", "10", "--timeout", "2")
 
 
+def for_good(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "for_good.py", FOR_GOOD_EVALUATOR, "-c", "3", "--timeout", "1")
+
+
 def swallows(cli: Any) -> dict[str, Any]:
     return run_async(cli, "swallows.py", SWALLOWS_EVALUATOR, "-c", "1", "--timeout", "0.5")
 
@@ -383,6 +428,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "loop-hooks": (loop_hooks,),
         "workers": (workers,),
         "blocking": (blocking,),
+        "for-good": (for_good,),
         "busy": (busy,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
@@ -537,6 +583,44 @@ def test_async_an_item_blocking_the_loop_times_out_not_the_items_it_held_up(
         "notice: item 'blocks' of blocking.py::Blocking blocked the event loop"
     )
     assert "--executor fork" in notice
+
+
+def test_async_an_item_blocking_the_loop_for_good_is_a_timeout_and_the_run_goes_on(
+    async_runs: dict[str, Any],
+) -> None:
+    # "sleeps" and then "spins" hold the loop past --timeout 1 s plus a 2 s grace: each
+    # time the loop is given up, and the items in flight with the blocker run again on a
+    # fresh one
+    got = async_runs["for-good"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.elapsed < 20
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"sleeps": "timeout", "spins": "timeout"} | {
+        name: "passed" for name in ("waits-0", "waits-1", *(f"after-{n}" for n in range(4)))
+    }
+    errors = {i["id"]: i["error"]["message"] for i in cli.items_of(report) if i["error"]}
+    for name in ("sleeps", "spins"):
+        assert re.fullmatch(
+            r"item exceeded --timeout 1s: it blocked the event loop for \d+\.\d s and did "
+            r"not give it back",
+            errors[name],
+        ), errors[name]
+    notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert [re.sub(r"\(\d+\.\d s", "(N s", n) for n in notices] == [
+        f"notice: item {name!r} of for_good.py::ForGood blocked the event loop for good "
+        f"(N s, past its --timeout 1s): the 2 items in flight with it ran again on a "
+        f"fresh event loop — use --executor fork for items that may block"
+        for name in ("sleeps", "spins")
+    ]
+    starts = Counter((cli.root / "starts.log").read_text().split())
+    assert starts == {"sleeps": 1, "spins": 1, "waits-0": 3, "waits-1": 3} | {
+        f"after-{n}": 1 for n in range(4)
+    }
+    # the loop spinning in Python code was freed; one record per item, none from a loop
+    # given up
+    assert (cli.root / "spins.log").read_text() == "_Abandoned\n"
+    assert sorted(r["id"] for r in cli.records()) == sorted(starts)
 
 
 def test_async_a_busy_loop_blames_no_item(async_runs: dict[str, Any]) -> None:

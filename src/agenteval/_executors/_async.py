@@ -6,7 +6,9 @@ event loop delays the others, and ``--timeout`` can only cancel at an ``await``.
 
 What an item blocking the loop does not do is make the others time out: with
 ``--timeout``, ``_stalls`` tells whose code held the loop, and the items it held up get
-that time back.
+that time back. Nor does it hold the run for good: an item that holds the loop well past
+its timeout is recorded ``timeout``, and the items in flight with it run again on a fresh
+loop (``_give_up``).
 
 The items run on an event loop in a thread of its own, and only the items do. Everything
 else stays in the main thread, as with the other executors: pulling tasks (which runs the
@@ -29,6 +31,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import ctypes
 import itertools
 import queue
 import sys
@@ -62,6 +65,20 @@ _HARD_STOP_WAIT = 0.5
 _RECANCEL = 2.0
 """Seconds after which an item that caught its timeout's cancellation is cancelled again."""
 
+_GIVE_UP = 2.0
+"""Seconds past its timeout an item may hold the loop before the loop is given up, as a
+child that ignores SIGTERM gets SIGKILL."""
+
+_MOST_GIVEN_UP = 32
+"""Loops given up in one run, at most: each one's thread (and its file descriptors) stays."""
+
+Pulled = tuple[BaseEvaluator, ItemTask]
+
+
+class _Abandoned(BaseException):
+    """Raised in the thread of a loop given up, to free it from Python code that never
+    awaits (blocking C code it cannot free)."""
+
 
 class AsyncExecutor(Executor):
     """Up to ``concurrency`` items at once on one event loop."""
@@ -72,16 +89,16 @@ class AsyncExecutor(Executor):
         """Run the tasks on a fresh event loop in its own thread; supervise from this one."""
         # we cancel what is left when the grace period ends: time to record it first
         stop.backstop = max(stop.backstop, _BACKSTOP)
-        items = _ItemLoop(
-            self.options.concurrency, self.options.timeout, self.options.max_output_bytes
-        )
-        running: dict[int, ItemTask] = {}  # submitted and not yet recorded
+        self._items = self._new_items()
+        self._given_up = 0
+        running: dict[int, Pulled] = {}  # submitted and not yet recorded
         wait: float | None = None
         try:
-            wait = self._supervise(tasks, on_result, stop, items, running)
+            wait = self._supervise(tasks, on_result, stop, running)
         except HardStop:
             # stop at once, but record every item cut off, as the grace period's end does
             wait = _HARD_STOP_WAIT
+            items = self._items
             self._unstarted(items, running)
             for key in running:
                 items.cancel(key)
@@ -89,23 +106,27 @@ class AsyncExecutor(Executor):
             now = time.perf_counter()
             while running:
                 key = next(iter(running))
-                task = running.pop(key)
+                _, task = running.pop(key)
                 on_result(cancelled_record(task, now - items.started.get(key, now), stop.cut_off))
             raise
         finally:
-            items.close(wait)
-            if items.stalls is not None:
-                self.notices.extend(items.stalls.notices())
+            self._items.close(wait)
+            if self._items.stalls is not None:
+                self.notices.extend(self._items.stalls.notices())
+
+    def _new_items(self) -> _ItemLoop:
+        options = self.options
+        return _ItemLoop(options.concurrency, options.timeout, options.max_output_bytes)
 
     def _supervise(
         self,
         tasks: TaskSource,
         on_result: OnResult,
         stop: StopState,
-        items: _ItemLoop,
-        running: dict[int, ItemTask],
+        running: dict[int, Pulled],
     ) -> float | None:
         """Submit, collect and cancel items; how long to wait for the loop's cleanup."""
+        items = self._items
         # the first N start before anything else; then a queue as long again as the workers
         # are many, so that none waits for this thread
         ahead = self.options.concurrency
@@ -121,7 +142,7 @@ class AsyncExecutor(Executor):
                     exhausted = True
                     break
                 key = next(keys)
-                running[key] = pulled[1]
+                running[key] = pulled
                 items.submit(key, *pulled)
                 submitted += 1
             if submitted:
@@ -144,18 +165,62 @@ class AsyncExecutor(Executor):
                     items.cancel(key)
                 while running:
                     key = next(iter(running))
-                    on_result(cancelled_record(running.pop(key), stop.grace))
+                    on_result(cancelled_record(running.pop(key)[1], stop.grace))
                 return _CANCEL_WAIT
+            stuck = items.stuck() if self._given_up < _MOST_GIVEN_UP else None
+            if stuck is not None:
+                on_result(*finished)
+                finished = []
+                items = self._give_up(*stuck, running, on_result)
+
+    def _give_up(
+        self, key: int, held: float, running: dict[int, Pulled], on_result: OnResult
+    ) -> _ItemLoop:
+        """An item has held the loop for good: it is ``timeout``, and the items in flight
+        with it run again on a fresh loop (the old one is left to its thread)."""
+        items = self._items
+        on_result(*self._collect(items, running, 0.0))  # what finished before is kept
+        if key not in running:  # it gave the loop back after all
+            return items
+        _, task = running.pop(key)
+        again = list(running.items())
+        cut = sum(1 for k, _ in again if k in items.started)
+        items.abandon()
+        assert items.stalls is not None and self.options.timeout is not None
+        items.stalls.forget(key)
+        self.notices.extend(items.stalls.notices())
+        self._given_up += 1
+        self.notices.append(
+            f"item {task.id!r} of {task.evaluator_id} blocked the event loop for good "
+            f"({held:.1f} s, past its --timeout {self.options.timeout:g}s): the "
+            f"{cut} item{'' if cut == 1 else 's'} in flight with it ran again on a fresh "
+            f"event loop — use --executor fork for items that may block"
+        )
+        error = ErrorInfo(
+            stage="executor",
+            type="Timeout",
+            message=(
+                f"item exceeded --timeout {self.options.timeout:g}s: it blocked the event "
+                f"loop for {held:.1f} s and did not give it back"
+            ),
+        )
+        started = items.started.get(key, time.perf_counter())
+        on_result(fault_record(task, error, time.perf_counter() - started, "timeout"))
+        self._items = fresh = self._new_items()
+        for k, pulled in again:
+            fresh.submit(k, *pulled)
+        fresh.wake()
+        return fresh
 
     @staticmethod
-    def _unstarted(items: _ItemLoop, running: dict[int, ItemTask]) -> None:
+    def _unstarted(items: _ItemLoop, running: dict[int, Pulled]) -> None:
         """Stop the workers taking items; those never started are dropped, unrecorded, so
         that ``--resume`` runs them like the items that were never pulled."""
         for key in items.hold():
             del running[key]
 
     def _collect(
-        self, items: _ItemLoop, running: dict[int, ItemTask], wait: float
+        self, items: _ItemLoop, running: dict[int, Pulled], wait: float
     ) -> list[ItemResult]:
         """The records of items that finished, waiting up to ``wait`` seconds for the first."""
         finished: list[ItemResult] = []
@@ -246,6 +311,23 @@ class _ItemLoop:
             self.loop.call_soon_threadsafe(self._close)
         self._thread.join(wait)
 
+    def stuck(self) -> tuple[int, float] | None:
+        """The item whose code has held the loop for longer than its timeout allows, and
+        how long: the key, the seconds."""
+        if self.stalls is None or self.timeout is None:
+            return None
+        return self.stalls.holding(self.timeout + _GIVE_UP)
+
+    def abandon(self) -> None:
+        """Give the loop up: no worker takes another item, the loop closes should its
+        thread ever be free again, and nothing it does after is read."""
+        self.hold()
+        self.close(0)
+        ident = self._thread.ident if self._thread.is_alive() else None
+        raise_in = getattr(getattr(ctypes, "pythonapi", None), "PyThreadState_SetAsyncExc", None)
+        if ident is not None and raise_in is not None:
+            raise_in(ctypes.c_ulong(ident), ctypes.py_object(_Abandoned))
+
     # -- the loop's thread ------------------------------------------------------------------
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -261,6 +343,8 @@ class _ItemLoop:
                 with contextlib.suppress(SystemExit, KeyboardInterrupt):
                     self.loop.run_forever()
             self._shutdown()
+        except _Abandoned:
+            pass  # given up: nobody reads what it would do
         finally:
             asyncio.set_event_loop(None)
             self.loop.close()

@@ -41,7 +41,8 @@ class Stalls:
 
     The loop's thread calls ``account`` (on each beat), ``just_ended``, ``start``,
     ``finish``, ``give_back``, ``overran_by``, ``tasks_of`` and, as the loop's task
-    factory, ``task_factory``; the main thread calls ``watch`` and ``notices``.
+    factory, ``task_factory``; the main thread calls ``watch``, ``holding`` and, once the
+    loop is given up or closed, ``forget`` and ``notices``.
     """
 
     def __init__(self) -> None:
@@ -157,6 +158,25 @@ class Stalls:
         if key is not None:
             seen[key] = seen.get(key, 0.0) + min(now - self._looked, now - tag)
         self._looked = now
+
+    def holding(self, limit: float) -> tuple[int, float] | None:
+        """The item holding the loop now, if its own code has held it for more than
+        ``limit`` seconds since it started, with how long."""
+        tag, seen = self._seen
+        if tag != self.beat_at:  # no stall is going on
+            return None
+        for key, seconds in list(seen.items()):
+            held = self._charged.get(key, 0.0) + seconds
+            if held > limit:
+                return key, held
+        return None
+
+    def forget(self, key: int) -> None:
+        """Name the item in no notice (another says what it did)."""
+        task = self._tasks.get(key)
+        if task is not None:
+            self._named.pop((task.evaluator_id, task.id), None)
+        self.finish(key)
 
     def notices(self) -> list[str]:
         """What to tell the user: which items held the loop, for how long (one still
