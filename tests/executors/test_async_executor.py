@@ -318,6 +318,34 @@ class ForGood(BaseEvaluator):
         self.assert_that(StringContains("answer"), output)
 """
 
+TO_THREAD_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+def sync_client(seconds):
+    time.sleep(seconds)  # a socket read without a timeout, say
+    return "answer"
+
+
+class ToThread(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "stuck", "seconds": 600}] + [
+            {"id": f"quick-{n}", "seconds": 0.1} for n in range(3)
+        ]
+
+    async def run(self, item):
+        if item["id"] == "quick-2":
+            return await asyncio.get_running_loop().run_in_executor(None, sync_client, 0.1)
+        return await asyncio.to_thread(sync_client, item["seconds"])
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+"""
+
 BUSY_EVALUATOR = """
 import asyncio
 import time
@@ -394,6 +422,10 @@ def for_good(cli: Any) -> dict[str, Any]:
     return run_async(cli, "for_good.py", FOR_GOOD_EVALUATOR, "-c", "3", "--timeout", "1")
 
 
+def to_thread(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "to_thread.py", TO_THREAD_EVALUATOR, "-c", "4", "--timeout", "1")
+
+
 def swallows(cli: Any) -> dict[str, Any]:
     return run_async(cli, "swallows.py", SWALLOWS_EVALUATOR, "-c", "1", "--timeout", "0.5")
 
@@ -429,6 +461,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "workers": (workers,),
         "blocking": (blocking,),
         "for-good": (for_good,),
+        "to-thread": (to_thread,),
         "busy": (busy,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
@@ -621,6 +654,21 @@ def test_async_an_item_blocking_the_loop_for_good_is_a_timeout_and_the_run_goes_
     # given up
     assert (cli.root / "spins.log").read_text() == "_Abandoned\n"
     assert sorted(r["id"] for r in cli.records()) == sorted(starts)
+
+
+def test_async_a_call_left_running_in_a_thread_does_not_hold_the_run(
+    async_runs: dict[str, Any],
+) -> None:
+    # "stuck" times out while its asyncio.to_thread call sleeps on: the run still ends
+    # (a second at most for the thread), and the process exits
+    got = async_runs["to-thread"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.elapsed < 15
+    assert cli.statuses(cli.json("report.json")) == {"stuck": "timeout"} | {
+        f"quick-{n}": "passed" for n in range(3)
+    }
+    assert cli.json("report.json")["run"]["duration_s"] < 5
 
 
 def test_async_a_busy_loop_blames_no_item(async_runs: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ import contextlib
 import contextvars
 import ctypes
 import itertools
+import os
 import queue
 import sys
 import threading
@@ -44,6 +45,7 @@ from .._evaluator import BaseEvaluator
 from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
+from ._daemon_pool import DaemonPool
 from ._stalls import BEAT, ITEM, Stalls
 from ._timers import PromptSelector
 
@@ -71,6 +73,9 @@ child that ignores SIGTERM gets SIGKILL."""
 
 _MOST_GIVEN_UP = 32
 """Loops given up in one run, at most: each one's thread (and its file descriptors) stays."""
+
+_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""Threads for the items' ``asyncio.to_thread`` calls, at most (asyncio's own default)."""
 
 Pulled = tuple[BaseEvaluator, ItemTask]
 
@@ -331,6 +336,9 @@ class _ItemLoop:
     # -- the loop's thread ------------------------------------------------------------------
     def _main(self) -> None:
         asyncio.set_event_loop(self.loop)
+        # asyncio.to_thread and run_in_executor(None, ...): a call still running when its
+        # item timed out must not hold the run's end, nor the process's exit
+        self.loop.set_default_executor(DaemonPool(_THREADS, "agenteval-to-thread"))
         if self.stalls is not None:
             self.stalls.beat_at = time.monotonic()
             self.loop.call_soon(self._beat)
