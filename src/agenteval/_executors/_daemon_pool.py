@@ -37,7 +37,7 @@ class DaemonPool(ThreadPoolExecutor):
         self._name = name
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._idle = 0  # threads waiting for a job
-        self._threads: list[threading.Thread] = []
+        self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._closed = False
 
@@ -49,12 +49,12 @@ class DaemonPool(ThreadPoolExecutor):
             self._jobs.put((future, fn, args, kwargs))
             if self._idle:
                 self._idle -= 1
-            elif len(self._threads) < self._most:
+            elif len(self._workers) < self._most:
                 thread = threading.Thread(
-                    target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True
+                    target=self._work, name=f"{self._name}_{len(self._workers)}", daemon=True
                 )
                 thread.start()
-                self._threads.append(thread)
+                self._workers.append(thread)
             return future
 
     def _work(self) -> None:
@@ -74,7 +74,7 @@ class DaemonPool(ThreadPoolExecutor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         with self._lock:
             self._closed = True
-            threads = list(self._threads)
+            threads = list(self._workers)
         if cancel_futures:
             while True:
                 try:
