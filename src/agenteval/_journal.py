@@ -58,6 +58,7 @@ class Journal:
 
     def __init__(self, run_dir: Path, manifest: dict[str, Any]) -> None:
         self.dir = run_dir
+        self._root = run_dir.absolute()  # an item's code may change the working directory
         self.manifest = manifest
         self._fd: int | None = None
         self._size = 0
@@ -65,7 +66,7 @@ class Journal:
     @property
     def records_path(self) -> Path:
         """The records file, ``records.jsonl``."""
-        return self.dir / "records.jsonl"
+        return self._root / "records.jsonl"
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str, manifest: dict[str, Any]) -> Journal:
@@ -88,7 +89,7 @@ class Journal:
 
     def save_manifest(self) -> None:
         """Rewrite the manifest atomically."""
-        atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
+        atomic_write(self._root / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
 
     def append(self, record_json: str) -> tuple[int, int]:
         """Append one terminal record (its JSON); see :meth:`append_many`."""
@@ -124,7 +125,7 @@ class Journal:
         Without the newline, the first record appended on resume would be glued to the
         torn fragment, and readers would skip both.
         """
-        path = self.dir / "records.jsonl"
+        path = self.records_path
         torn = False
         try:
             with open(path, "rb") as fh:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 
 from .._item import HardStop, close_loop, execute_item
@@ -21,6 +23,7 @@ class InlineExecutor(Executor):
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run each task in turn until done or interrupted."""
         limit = self.options.max_output_bytes
+        home = os.getcwd()
         try:
             while not stop.requested:
                 pulled = next(tasks, None)
@@ -35,6 +38,20 @@ class InlineExecutor(Executor):
                 except HardStop:
                     on_result(cancelled_record(task, time.perf_counter() - started, stop.cut_off))
                     raise
+                finally:
+                    _return_to(home)
                 on_result(record)
         finally:
             close_loop()
+
+
+def _return_to(home: str) -> None:
+    """Back to the run's working directory, should the item have left it: each item
+    starts where the run did, as in a process of its own."""
+    try:
+        if os.getcwd() == home:
+            return
+    except OSError:  # the item removed the folder it moved to
+        pass
+    with contextlib.suppress(OSError):
+        os.chdir(home)

@@ -40,7 +40,7 @@ class JsonOutput(OutputDriver):
     """
 
     def __init__(self, path: str | Path = "evaluation-results.json") -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # where the run started, whatever items do
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Nothing per evaluator: the document is written once the run's verdict is known."""
