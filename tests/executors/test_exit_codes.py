@@ -164,3 +164,40 @@ def test_exit_code_2_for_driver_failure_keeps_other_outputs(outcomes: dict[str, 
     )
     assert "ERROR: 2 items, 2 passed, 0 failed, 0 errors" in result.stdout
     assert result.report["run"]["totals"]["passed"] == 2  # the drivers after it still ran
+
+
+LEFT_THREAD_EVALUATOR = """
+import atexit
+import threading
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+atexit.register(lambda: open("atexit.ran", "w").close())  # an SDK flushing at exit
+
+
+class LeftThread(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "starts-a-thread"}, {"id": "fails"}]
+
+    def run(self, item):
+        if item["id"] == "starts-a-thread":  # a background worker that never ends
+            threading.Thread(target=time.sleep, args=(3600,), name="poller").start()
+        return item["id"]
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("thread"), output)
+"""
+
+
+def test_threads_left_running_by_a_sequential_run_do_not_hold_the_exit_code(cli: Any) -> None:
+    cli.write("left_thread.py", LEFT_THREAD_EVALUATOR)
+    result = cli.run("left_thread.py", "--no-progress", timeout=30)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith("FAILED: 2 items, 1 passed, 1 failed")
+    assert result.stderr == (
+        "agenteval: not waiting for 1 thread the evaluators left running (poller); exiting with 1\n"
+    )
+    assert (cli.root / "atexit.ran").exists()
+    assert result.elapsed < 15

@@ -6,7 +6,12 @@ pydantic and rich load when a command actually runs.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -326,4 +331,35 @@ def main() -> None:
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or "agenteval"
         typer.echo(f"agenteval: error: {exc.format_message()} (see `{command} --help`)", err=True)
         code = getattr(exc, "exit_code", 2)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        threading.Thread(target=_exit_anyway, args=(code,), daemon=True).start()
+    sys.exit(code)
+
+
+EXIT_WAIT = 2.0
+"""Seconds the exit waits for threads the evaluators left running."""
+
+
+def _exit_anyway(code: int) -> None:
+    """Exit with ``code`` even if threads an item or a hook started never end.
+
+    Python waits for every thread that is not a daemon before it exits, and a sequential
+    run's items run in this process (a child of the fork executor takes its threads with
+    it). The verdict and the files are written by now: what such a thread still does is
+    not worth holding CI for. Exit handlers run as usual.
+    """
+    time.sleep(EXIT_WAIT)
+    main = threading.main_thread()
+    left = [t.name for t in threading.enumerate() if not t.daemon and t is not main]
+    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    sys.stderr.write(
+        f"agenteval: not waiting for {len(left)} thread{'s' if len(left) != 1 else ''} "
+        f"the evaluators left running ({shown}); exiting with {code}\n"
+    )
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
