@@ -125,9 +125,21 @@ class _Drivers:
                 continue
             try:
                 getattr(driver, hook)(*args)
-            except (Exception, SystemExit) as exc:  # rich exits on a broken stdout pipe
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:
+                # (rich exits on a broken stdout pipe)
+                if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
+                    raise  # maybe the user's Ctrl-C: it stops the run
                 error = f"{type(driver).__name__}.{hook}() raised {type(exc).__name__}: {exc}"
                 self._errors[error] = self._errors.get(error, 0) + 1
+
+
+def _ctrl_c_raises() -> bool:
+    """Whether a Ctrl-C now raises KeyboardInterrupt (not so while the run's own signal
+    handler is installed: a KeyboardInterrupt then is the code's own)."""
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
 
 
 class _Ids:

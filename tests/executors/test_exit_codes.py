@@ -42,6 +42,9 @@ from agenteval.outputs import ConsoleOutput, JsonOutput, OutputDriver
 
 
 class Broken(OutputDriver):
+    def item_finished(self, result):
+        raise KeyboardInterrupt("raised by a library")  # not a Ctrl-C: the run goes on
+
     def output(self, summary):
         raise OSError("disk full")
 
@@ -160,6 +163,8 @@ def test_exit_code_2_for_driver_failure_keeps_other_outputs(outcomes: dict[str, 
     result = outcomes["driver-failure"].result()
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr == (
+        "agenteval: output driver failed: Broken.item_finished() raised KeyboardInterrupt: "
+        "raised by a library (2 times)\n"
         "agenteval: output driver failed: Broken.output() raised OSError: disk full\n"
     )
     assert "ERROR: 2 items, 2 passed, 0 failed, 0 errors" in result.stdout
