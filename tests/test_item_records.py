@@ -144,6 +144,19 @@ def test_flat_values_are_copied_as_they_are_and_the_rest_still_converted() -> No
     assert out is not value and to_jsonable([1, "x", [math.nan]])[2][0]["repr"] == "nan"
 
 
+def test_to_jsonable_keeps_keys_that_are_alike_as_text_and_refuses_huge_ints() -> None:
+    assert to_jsonable({1: "int", "1": "str", 2: "two"}) == {
+        "1 (int)": "int",
+        "1": "str",
+        "2": "two",
+    }
+    assert to_jsonable({"1": "str", 1: "int"}) == {"1": "str", "1 (int)": "int"}
+    assert to_jsonable([2**13_999, -(2**13_999)]) == [2**13_999, -(2**13_999)]
+    assert to_jsonable({"n": 2**14_000}) == {
+        "n": {"unserializable": "builtins.int", "repr": "<an int of 14,001 bits>"}
+    }
+
+
 class Shouts(BaseEvaluator):
     def get_dataset(self) -> list[Any]:
         return []

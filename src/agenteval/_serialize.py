@@ -14,8 +14,12 @@ from typing import Any
 from pydantic import BaseModel
 
 _REPR_LIMIT = 200
-_PLAIN = frozenset({str, int, bool, type(None)})
+_PLAIN = frozenset({str, bool, type(None)})
 """Types that are JSON as they are (checked inline: most item values are these)."""
+
+_INT_BITS = 14_000
+"""Bits of the largest int kept as a number: JSON readers, Python's among them, refuse
+numbers of more than 4,300 digits (about 14,300 bits)."""
 
 
 _MAX_DEPTH = 50
@@ -41,8 +45,12 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     Pydantic models and dataclasses become objects, tuples and sets become lists, dates
     become ISO strings, non-finite floats become placeholders (JSON has no NaN).
     """
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, int):
+        if value.bit_length() <= _INT_BITS:
+            return value
+        return placeholder(value, f"<an int of {value.bit_length():,} bits>")
     if isinstance(value, float):
         return value if math.isfinite(value) else placeholder(value)
     if _depth > _MAX_DEPTH:
@@ -50,9 +58,11 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out[k if isinstance(k, str) else _key(k)] = (
-                v if type(v) in _PLAIN else to_jsonable(v, _depth + 1)
-            )
+            if not isinstance(k, str):
+                text = _key(k)
+                # 1 and "1" in one mapping: both kept
+                k = text if text not in out and text not in value else f"{text} ({type(k).__name__})"
+            out[k] = v if type(v) in _PLAIN else to_jsonable(v, _depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [v if type(v) in _PLAIN else to_jsonable(v, _depth + 1) for v in value]

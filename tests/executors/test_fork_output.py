@@ -26,9 +26,17 @@ class IsSocket(Assertion):
         return AssertionResult.pass_() if ok else AssertionResult.fail()
 
 
+class Huge(Assertion):
+    def evaluate(self, actual):
+        return AssertionResult.pass_() if actual > 10**4000 else AssertionResult.fail()
+
+
+KINDS = ("lambda", "socket", "big", "small", "chatty", "noisy", "huge-int")
+
+
 class Output(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": kind} for kind in ("lambda", "socket", "big", "small", "chatty", "noisy")]
+        return [{"id": kind} for kind in KINDS]
 
     def run(self, item):
         kind = item["id"]
@@ -44,6 +52,8 @@ class Output(BaseEvaluator):
             os.write(1, b"fd-level write by chatty\\n")
         if kind == "noisy":
             sys.stdout.write("n" * 200_000)
+        if kind == "huge-int":
+            return 10**5000  # more digits than JSON readers take
         return kind
 
     def evaluate(self, output, item):
@@ -55,6 +65,8 @@ class Output(BaseEvaluator):
             output.close()
         elif kind == "big":
             self.assert_that(StringStartsWith("é"), output)
+        elif kind == "huge-int":
+            self.assert_that(Huge(), output)
         else:
             self.assert_that(StringStartsWith(kind), output)
 """
@@ -81,8 +93,13 @@ def output_run(cli_factory: Any) -> Any:
 def test_fork_output_run_passes(output_run: Any) -> None:
     assert output_run.result.returncode == 0, output_run.result.stdout
     assert {k: i["status"] for k, i in output_run.items.items()} == dict.fromkeys(
-        ("lambda", "socket", "big", "small", "chatty", "noisy"), "passed"
+        ("lambda", "socket", "big", "small", "chatty", "noisy", "huge-int"), "passed"
     )
+    # (the report parsed: json refuses numbers of over 4,300 digits)
+    assert output_run.items["huge-int"]["output"] == {
+        "unserializable": "builtins.int",
+        "repr": "<an int of 16,610 bits>",
+    }
 
 
 @pytest.mark.parametrize(
