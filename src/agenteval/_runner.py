@@ -539,7 +539,7 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
         stop.hard = True
         raise HardStop(name)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
         yield
     finally:
@@ -547,6 +547,39 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
             t.cancel()
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+class _CutShort(BaseException):
+    """Raised in a user driver's ``finish_run`` by the first signal after the items."""
+
+
+@contextmanager
+def _reporting_signals(stop: StopState, in_user_drivers: Callable[[], bool]) -> Iterator[None]:
+    """Once the items are done, while the run is reported. A first SIGINT/SIGTERM makes the
+    run interrupted and cuts short the user's drivers still finishing (raises _CutShort
+    while ``in_user_drivers()``); agenteval's report files and the console still finish.
+    A second stops at once (raises HardStop)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if stop.requested is not None:
+            raise HardStop(name)
+        stop.requested = name
+        if in_user_drivers():
+            raise _CutShort(name)
+
+    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _choose_executor(
@@ -798,48 +831,69 @@ def run_evaluations(
     finally:
         if jr is not None:
             jr.close()
-    if stop.requested or hard:
-        run.close_unfinished(hard=hard)
-    interrupted = stop.requested
-    notices.extend(chosen.notices)
-    notices.extend(
-        f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
-        f"differed from what run {run_id} recorded (another input under the same id): "
-        f"run again"
-        for state in run.states
-        if state.changed
-    )
-    summary = RunSummary(
-        id=run_id,
-        started_at=started_at,
-        duration_s=time.perf_counter() - t0,
-        agenteval_version=__version__,
-        interrupted=interrupted,
-        evaluators=run.summaries,
-        notices=list(notices),
-        run_dir=str(jr.dir) if jr else None,
-    )
-    if cfg.prices:
-        summary.cost = _cost(summary, cfg.prices)
-    code = _exit_code(
-        run.summaries,
-        min_success_rate=min_success_rate,
-        max_errors=max_errors,
-        driver_errors=driver_set.errors,
-        interrupted=interrupted,
-    )
-    summary.exit_code = code
-    # the user's own drivers finish first, then the report files, then the console: what
-    # those write (the exit code, the driver errors) includes every earlier one's failure
-    for turn in range(3):
-        summary.driver_errors = list(driver_set.errors)
-        if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
-            summary.exit_code = EXIT_ERROR
-        driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
-    summary.driver_errors = list(driver_set.errors)
-    if driver_set.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
-        summary.exit_code = EXIT_ERROR
+    finishing: list[int] = []  # the turn of the drivers finishing now
+    with _reporting_signals(stop, lambda: finishing == [0]):
+        if stop.requested or hard:
+            run.close_unfinished(hard=hard)
+        interrupted = stop.requested
+        notices.extend(chosen.notices)
+        notices.extend(
+            f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
+            f"differed from what run {run_id} recorded (another input under the same id): "
+            f"run again"
+            for state in run.states
+            if state.changed
+        )
+        summary = RunSummary(
+            id=run_id,
+            started_at=started_at,
+            duration_s=time.perf_counter() - t0,
+            agenteval_version=__version__,
+            interrupted=interrupted,
+            evaluators=run.summaries,
+            notices=list(notices),
+            run_dir=str(jr.dir) if jr else None,
+        )
+        if cfg.prices:
+            summary.cost = _cost(summary, cfg.prices)
+        summary.exit_code = _exit_code(
+            run.summaries,
+            min_success_rate=min_success_rate,
+            max_errors=max_errors,
+            driver_errors=driver_set.errors,
+            interrupted=interrupted,
+        )
+        # the user's own drivers finish first, then the report files, then the console:
+        # what those write (the exit code, the driver errors) includes every earlier one's
+        # failure, and an interrupt that came meanwhile
+        try:
+            for turn in range(3):
+                _settle(summary, driver_set, stop)
+                finishing[:] = [turn]
+                try:
+                    driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
+                except _CutShort as exc:
+                    summary.notices.append(
+                        f"{exc} came while the output drivers finished: the drivers of yours "
+                        f"still finishing were stopped; agenteval's report files are complete"
+                    )
+                finally:
+                    finishing.clear()
+        except HardStop:
+            pass  # a second signal: stop reporting at once (the journal is complete)
+        _settle(summary, driver_set, stop)
     return summary
+
+
+def _settle(summary: RunSummary, drivers: _Drivers, stop: StopState) -> None:
+    """The verdict as it stands: interrupted if a signal came since, an error if a driver
+    failed."""
+    if stop.requested and not summary.interrupted:
+        summary.interrupted = stop.requested
+        summary.exit_code = EXIT_SIGNAL.get(stop.requested, 130)
+    summary.driver_errors = list(drivers.errors)
+    if drivers.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
+        summary.exit_code = EXIT_ERROR
 
 
 def _finishes_in(turn: int, driver: OutputDriver) -> bool:

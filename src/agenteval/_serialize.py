@@ -61,7 +61,11 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
             if not isinstance(k, str):
                 text = _key(k)
                 # 1 and "1" in one mapping: both kept
-                k = text if text not in out and text not in value else f"{text} ({type(k).__name__})"
+                k = (
+                    text
+                    if text not in out and text not in value
+                    else f"{text} ({type(k).__name__})"
+                )
             out[k] = v if type(v) in _PLAIN else to_jsonable(v, _depth + 1)
         return out
     if isinstance(value, (list, tuple)):

@@ -386,3 +386,65 @@ def test_killing_agenteval_outright_takes_down_what_items_started(cli: Any, isol
     proc.communicate(timeout=10)
     assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in spawned), 10)
     assert cli.wait_until(lambda: cli.own_processes() == [], 10)
+
+
+QUICK_EVALUATOR = """
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Quick(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}, {"id": "b"}]
+
+    def run(self, item):
+        return "answer"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+"""
+
+SLOW_DRIVER_CONFIG = """
+import time
+from pathlib import Path
+
+from agenteval.outputs import ConsoleOutput, OutputDriver
+
+
+class Uploader(OutputDriver):  # sends the results somewhere, slowly
+    def output(self, summary):
+        pass
+
+    def finish_run(self, run):
+        Path("uploading").touch()
+        time.sleep(60)
+
+
+output = [Uploader(), ConsoleOutput(progress=False)]
+"""
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_drivers_finish_cuts_them_short_and_keeps_the_reports(
+    cli: Any, signum: int, code: int
+) -> None:
+    # every item is done; a user driver's finish_run is slow: the signal stops it, and the
+    # JSON report and the console are still written, saying the run was interrupted
+    cli.write("quick.py", QUICK_EVALUATOR)
+    cli.write("evaluation.py", SLOW_DRIVER_CONFIG)
+    started = time.monotonic()
+    proc = cli.start("quick.py", "--output-json", "report.json")
+    assert cli.wait_until(lambda: (cli.root / "uploading").exists(), 20)
+    os.kill(proc.pid, signum)
+    result = cli.finish(proc, started)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.elapsed < 30
+    name = signal.Signals(signum).name
+    lines = result.stdout.splitlines()
+    assert (
+        f"notice: {name} came while the output drivers finished: the drivers of yours still "
+        f"finishing were stopped; agenteval's report files are complete"
+    ) in lines
+    assert lines[-1].startswith("INTERRUPTED: 2 items, 2 passed, 0 failed, 0 errors")
+    run = cli.json("report.json")["run"]
+    assert (run["interrupted"], run["exit_code"], run["totals"]["passed"]) == (name, code, 2)

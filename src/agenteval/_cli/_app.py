@@ -159,7 +159,8 @@ def run(
 ) -> None:
     """Discover evaluators under PATHS, run them, report, and exit with the verdict."""
     from .. import _errors
-    from .._runner import run_evaluations
+    from .._item import HardStop
+    from .._runner import EXIT_SIGNAL, run_evaluations
     from ..outputs import JsonOutput
 
     if executor not in ("auto", "inline", "fork", "async"):
@@ -200,6 +201,8 @@ def run(
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
         raise _fail("interrupted", 130) from None
+    except HardStop as exc:  # a second signal while what was set up was torn down
+        raise _fail(f"stopped at once by a second {exc}", EXIT_SIGNAL.get(str(exc), 130)) from None
     for error in summary.driver_errors:
         typer.echo(f"agenteval: output driver failed: {error}", err=True)
     raise typer.Exit(summary.exit_code)
