@@ -754,3 +754,28 @@ def test_cli_resume_of_some_evaluators_names_the_others(cli: Cli, write: Write) 
         " also holds evaluators/other.py::OtherEvaluator: what did not finish there needs a "
         "resume that selects them"
     )
+
+
+def test_cli_an_internal_error_is_one_line_exit_2_with_the_traceback_kept(
+    cli: Cli, write: Write
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    # agenteval failing in its own code, as a bug would
+    write(
+        "boot.py",
+        "import agenteval._runner as r\n"
+        "def broken(*args, **kwargs):\n"
+        "    raise LookupError('no such thing')\n"
+        "r._exit_code = broken\n",
+    )
+    result = cli("run", "--bootstrap", "boot.py", "--no-progress")
+    assert result.code == 2  # never 1: that says assertions failed
+    (line,) = result.stderr.splitlines()
+    prefix = (
+        "agenteval: internal error: LookupError: no such thing at boot.py:3; the traceback is in "
+    )
+    assert line.startswith(prefix), line
+    path, rest = line[len(prefix) :].split(" — ")
+    assert rest == "please report it; the run's journal keeps every item that finished"
+    assert "in broken" in Path(path).read_text()
+    Path(path).unlink()

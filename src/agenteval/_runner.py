@@ -261,6 +261,7 @@ class _Run:
         self.drivers = drivers
         self.options = options
         self.journal = journal
+        self.journal_error: str | None = None  # why the journal stopped being written
         self.previous = previous
         self.redact = redact
         self.stop = stop
@@ -342,7 +343,10 @@ class _Run:
             return
         state.datasets = _dataset_files(dataset)
         if self.journal is not None and state.datasets:
-            _record_datasets(self.journal, [state])
+            try:
+                _record_datasets(self.journal, [state])
+            except OSError as exc:
+                self._journal_failed(exc)
         self.drivers.call(
             "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
         )
@@ -431,7 +435,12 @@ class _Run:
                 if any(s in text for s in self.redact.secrets):
                     texts[i] = self.redact(text)
                     records[i] = ItemResult.model_validate_json(texts[i])
-        places = self.journal.append_many(texts) if self.journal and records else None
+        places = None
+        if self.journal is not None and records:
+            try:
+                places = self.journal.append_many(texts)
+            except OSError as exc:  # the disk is full, say: the records stay in memory
+                self._journal_failed(exc)
         for i, result in enumerate(records):
             state = self.by_id[result.evaluator]
             if places is not None:
@@ -441,6 +450,16 @@ class _Run:
             state.pending -= 1
             self.drivers.call("item_finished", result)
             self._maybe_finalise(state)
+
+    def _journal_failed(self, exc: OSError) -> None:
+        """Go on without the journal: the report is whole, but a resume would run again
+        what was not journaled."""
+        assert self.journal is not None
+        self.journal_error = (
+            f"the journal could not be written ({exc.strerror or exc}: {self.journal.dir}): "
+            f"the report is complete, but a resume would run again what it lacks"
+        )
+        self.journal = None
 
     def _maybe_finalise(self, state: _EvaluatorState) -> None:
         if not state.exhausted or state.pending > 0 or state.finalised:
@@ -631,11 +650,13 @@ def _exit_code(
     max_errors: int,
     driver_errors: list[str],
     interrupted: str | None,
+    journal_failed: bool = False,
 ) -> int:
     if interrupted:
         return EXIT_SIGNAL.get(interrupted, 130)
     errored = sum(s.errored + s.cancelled for s in summaries)
-    if driver_errors or any(s.error is not None for s in summaries) or errored > max_errors:
+    broken = driver_errors or journal_failed or any(s.error is not None for s in summaries)
+    if broken or errored > max_errors:
         return EXIT_ERROR
     for s in summaries:
         if s.status == "skipped" or s.total == 0:
@@ -680,7 +701,13 @@ def _check_unchanged(
             continue
         if entry.get("sha256") != fingerprint(spec.file):
             changes.append(f"{spec.file} changed")
-        for path, digest in (entry.get("datasets") or {}).items():
+        datasets = entry.get("datasets") or {}
+        if not isinstance(datasets, dict):
+            raise JournalError(
+                f"The manifest of run {manifest.get('run_id')!r} is damaged (the datasets of "
+                f"{spec.id} are not a mapping of files to fingerprints): start a new run"
+            )
+        for path, digest in datasets.items():
             if fingerprint(path) != digest:
                 changes.append(f"dataset {path} changed")
     if changes:
@@ -837,6 +864,8 @@ def run_evaluations(
             run.close_unfinished(hard=hard)
         interrupted = stop.requested
         notices.extend(chosen.notices)
+        if run.journal_error:
+            notices.append(run.journal_error)
         notices.extend(
             f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
             f"differed from what run {run_id} recorded (another input under the same id): "
@@ -862,6 +891,7 @@ def run_evaluations(
             max_errors=max_errors,
             driver_errors=driver_set.errors,
             interrupted=interrupted,
+            journal_failed=run.journal_error is not None,
         )
         # the user's own drivers finish first, then the report files, then the console:
         # what those write (the exit code, the driver errors) includes every earlier one's

@@ -326,7 +326,8 @@ def main() -> None:
         code = 130
     except Exception as exc:
         if not hasattr(exc, "format_message"):  # not a command-line usage error: a bug
-            raise
+            code = _internal_error(exc)
+            sys.exit(code)
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `agenteval`: show the help
             typer.echo(exc.format_message())
             sys.exit(0)
@@ -338,6 +339,28 @@ def main() -> None:
     if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         threading.Thread(target=_exit_anyway, args=(code,), daemon=True).start()
     sys.exit(code)
+
+
+def _internal_error(exc: BaseException) -> int:
+    """A bug of agenteval's (or an error it did not foresee): one line, the traceback kept
+    in a file for the report, and exit 2 — never 1, which says assertions failed."""
+    import tempfile
+    import traceback
+
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    at = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
+    kept = ""
+    with contextlib.suppress(OSError):
+        fd, path = tempfile.mkstemp(prefix="agenteval-error-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            traceback.print_exception(exc, file=fh)
+        kept = f"; the traceback is in {path}"
+    typer.echo(
+        f"agenteval: internal error: {type(exc).__name__}: {exc}{at}{kept} — please report "
+        f"it; the run's journal keeps every item that finished",
+        err=True,
+    )
+    return 2
 
 
 EXIT_WAIT = 2.0
