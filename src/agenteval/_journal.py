@@ -202,22 +202,26 @@ def latest_records(run_dir: Path) -> dict[tuple[str, str, int], ItemResult]:
 
 
 def find_run(runs_dir: Path, run_id: str | None) -> Path:
-    """The folder of ``run_id``, or of the latest run when ``run_id`` is None."""
+    """The folder of ``run_id`` (a run's id, or the path of its folder), or of the latest
+    run when ``run_id`` is None."""
     if run_id:
         run_dir = runs_dir / run_id
-        if not (run_dir / "manifest.json").exists():
+        if not is_run_dir(run_dir) and is_run_dir(run_id):
+            return Path(run_id)
+        if not is_run_dir(run_dir):
             raise JournalError(
                 f"No run {run_id!r} in {str(runs_dir)!r}: list runs with `ls {runs_dir}`"
             )
         return run_dir
-    runs = (
-        [p for p in runs_dir.glob("*") if (p / "manifest.json").exists()]
-        if runs_dir.exists()
-        else []
-    )
+    runs = [p for p in runs_dir.glob("*") if is_run_dir(p)] if runs_dir.exists() else []
     if not runs:
         raise JournalError(f"No previous run in {str(runs_dir)!r} to resume")
     return max(runs, key=_started)
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a run's folder (it holds a manifest)."""
+    return (Path(path) / "manifest.json").is_file()
 
 
 def _started(run_dir: Path) -> tuple[str, int, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agenteval._journal import latest_records
+from agenteval._journal import find_run, latest_records
 
 RESUME_EVALUATOR = """
 import json
@@ -220,6 +220,22 @@ def torn_last_line(cli: Any) -> dict[str, Any]:
     return {"cli": cli, "run_dir": run_dir, "torn_id": torn_id, "resumed": resumed}
 
 
+def by_folder(cli: Any) -> dict[str, Any]:
+    """Two runs, the first resumed by the path of its folder (as `ls` shows it)."""
+    setup_project(cli, CASES)
+    cli.run(*ARGS, "first.json")
+    cli.run(*ARGS, "second.json")
+    latest = find_run(cli.root / ".agenteval" / "runs", None)
+    (first,) = [run_dir for run_dir in cli.run_dirs() if run_dir != latest]
+    drop_last_records(first, 1)
+    folder = f"{first.relative_to(cli.root)}/"
+    return {
+        "first": first.name,
+        "resumed": cli.run(*ARGS, "resumed.json", "--resume", folder),
+        "retried": cli.run(*ARGS, "retried.json", "--retry-errors", str(first)),
+    }
+
+
 def unknown_run(cli: Any) -> dict[str, Any]:
     setup_project(cli, CASES)
     return {"cli": cli, "refused": cli.run(*ARGS, "refused.json", "--resume", "no-such-run")}
@@ -233,6 +249,7 @@ SCENARIOS = {
     "opaque-inputs": opaque_inputs,
     "torn-last-line": torn_last_line,
     "unknown-run": unknown_run,
+    "by-folder": by_folder,
 }
 
 
@@ -374,3 +391,10 @@ def test_resume_after_torn_line_keeps_journal_complete(resumed: dict[str, Any]) 
     got = resumed["torn-last-line"].result()
     latest = latest_records(got["run_dir"])
     assert {key[1]: r.status for key, r in latest.items()} == dict.fromkeys("abcd", "passed")
+
+
+def test_resume_and_retry_take_the_folder_of_a_run(resumed: dict[str, Any]) -> None:
+    got = resumed["by-folder"].result()
+    for result in (got["resumed"], got["retried"]):
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert result.stdout.splitlines()[0].startswith(f"agenteval · run {got['first']} · ")

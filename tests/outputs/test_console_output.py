@@ -108,3 +108,37 @@ def test_force_color_draws_colours_even_when_piped(monkeypatch: pytest.MonkeyPat
     stream = io.StringIO()
     run_evaluations([ShopEvaluator], outputs=[ConsoleOutput(stream=stream)], journal=False)
     assert "\x1b[" in stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "retrying", "hint"),
+    [
+        (["agenteval", "run", "evals/", "-c", "4"], False, "agenteval run evals/ -c 4 --resume R"),
+        # a resume's own value goes, a run's folder included (it exists, but is no evaluator)
+        (["agenteval", "run", "--resume", ".agenteval/runs/R", "-c", "4"], False, None),
+        # an interrupted retry goes on retrying: a resume would keep the errors not retried
+        (["agenteval", "run", "evals/", "--retry-errors", "R"], True, None),
+    ],
+)
+def test_console_resume_hint_repeats_the_command_with_the_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    retrying: bool,
+    hint: str | None,
+) -> None:
+    from agenteval.outputs._base import RunInfo
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".agenteval" / "runs" / "R").mkdir(parents=True)
+    (tmp_path / ".agenteval" / "runs" / "R" / "manifest.json").write_text("{}")
+    console = ConsoleOutput(stream=io.StringIO(), progress=False)
+    console.start_run(RunInfo("R", "", [], argv=argv, retrying=retrying))
+    expected = (
+        hint
+        or {
+            False: "agenteval run -c 4 --resume R",
+            True: "agenteval run evals/ --retry-errors R",
+        }[retrying]
+    )
+    assert console._resume_command("R") == expected

@@ -311,9 +311,15 @@ def _normalise_resume(argv: list[str]) -> list[str]:
         out.append(arg)
         if arg == "--resume":
             nxt = argv[i + 1] if i + 1 < len(argv) else None
-            if nxt is None or nxt.startswith("-") or Path(nxt).exists():
-                out.append(_LATEST)
+            if nxt is None or nxt.startswith("-") or (Path(nxt).exists() and not _is_run(nxt)):
+                out.append(_LATEST)  # (not a run's folder: one of the paths to run)
     return out
+
+
+def _is_run(path: str) -> bool:
+    from .._journal import is_run_dir
+
+    return is_run_dir(path)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from .._journal import is_run_dir
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
 from ._text import safe
@@ -51,6 +52,7 @@ class ConsoleOutput(OutputDriver):
         self._tasks: dict[str, Any] = {}
         self._counts: dict[str, list[int]] = {}
         self._argv: list[str] = []
+        self._retrying = False
         self._parallel = False
         self._gone = False  # whoever read the console has gone away
 
@@ -123,6 +125,7 @@ class ConsoleOutput(OutputDriver):
     def start_run(self, run: RunInfo) -> None:
         """Print the run header and start the progress display."""
         self._argv = list(run.argv)
+        self._retrying = run.retrying
         self._parallel = run.executor != "inline" and run.concurrency > 1
         mode = (
             "sequential"
@@ -209,16 +212,19 @@ class ConsoleOutput(OutputDriver):
             self._line(text, style)
 
     def _resume_command(self, run_id: str) -> str:
-        """The command line that was run, with ``--resume RUN_ID`` instead of any resume."""
+        """The command line that was run, with ``--resume RUN_ID`` instead of any resume
+        (``--retry-errors RUN_ID`` for a retry: a resume would keep the errors it has not
+        retried yet)."""
+        again = "--retry-errors" if self._retrying else "--resume"
         argv = self._argv
         if not argv or not argv[0].endswith("agenteval"):
-            return f"agenteval run ... --resume {run_id}"
+            return f"agenteval run ... {again} {run_id}"
         kept: list[str] = []
         skip = False
         for arg in argv[1:]:
             if skip:  # the value of --resume, unless it is an option or one of the paths
                 skip = False
-                if not arg.startswith("-") and not Path(arg).exists():
+                if not arg.startswith("-") and (is_run_dir(arg) or not Path(arg).exists()):
                     continue
             if arg in ("--resume", "--retry-errors"):
                 skip = True
@@ -226,7 +232,7 @@ class ConsoleOutput(OutputDriver):
             if arg.startswith(("--resume=", "--retry-errors=")):
                 continue
             kept.append(arg)
-        return " ".join(["agenteval", *(shlex.quote(a) for a in kept), "--resume", run_id])
+        return " ".join(["agenteval", *(shlex.quote(a) for a in kept), again, run_id])
 
     # -- rendering (pure: lists of (line, style)) ------------------------------------------
     def render(self, s: EvaluatorSummary) -> list[tuple[str, str | None]]:
