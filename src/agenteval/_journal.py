@@ -62,6 +62,7 @@ class Journal:
         self.manifest = manifest
         self._fd: int | None = None
         self._size = 0
+        self._lock: int | None = None
 
     @property
     def records_path(self) -> Path:
@@ -79,13 +80,40 @@ class Journal:
                 f"Could not create run folder {str(run_dir)!r}: {exc.strerror or exc}"
             ) from None
         journal = cls(run_dir, manifest)
+        journal._take_lock()
         journal.save_manifest()
         return journal
 
     @classmethod
     def reopen(cls, run_dir: Path) -> Journal:
-        """Continue writing an existing run folder (``--resume``, ``--retry-errors``)."""
-        return cls(run_dir, read_manifest(run_dir))
+        """Continue writing an existing run folder (``--resume``, ``--retry-errors``);
+        refused while another process still runs it."""
+        journal = cls(run_dir, read_manifest(run_dir))
+        journal._take_lock()
+        return journal
+
+    def _take_lock(self) -> None:
+        """Hold the run's lock until ``close``: one process runs a run at a time. The
+        system lets it go when the process ends, however it ends; a POSIX lock, so the
+        processes it forks do not hold it."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock
+            return
+        path = self._root / "lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise JournalError(
+                f"Run {self.dir.name!r} is still running (process {holder or '?'}): wait for "
+                f"it to end, or start a new run"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock = fd
 
     def save_manifest(self) -> None:
         """Rewrite the manifest atomically."""
@@ -141,10 +169,13 @@ class Journal:
         return fd
 
     def close(self) -> None:
-        """Close the records file."""
+        """Close the records file, and let the run's lock go."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

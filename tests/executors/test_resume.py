@@ -398,3 +398,41 @@ def test_resume_and_retry_take_the_folder_of_a_run(resumed: dict[str, Any]) -> N
     for result in (got["resumed"], got["retried"]):
         assert result.returncode == 0, result.stdout + result.stderr
         assert result.stdout.splitlines()[0].startswith(f"agenteval · run {got['first']} · ")
+
+
+SLOW_EVALUATOR = """
+import time
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Slow(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(6)]
+
+    def run(self, item):
+        time.sleep(0.5)
+        return "answer"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("answer"), output)
+"""
+
+
+def test_a_run_still_going_cannot_be_resumed_meanwhile(cli: Any) -> None:
+    cli.write("slow.py", SLOW_EVALUATOR)
+    live = cli.start("slow.py", "-c", "2", "--no-progress")
+    assert cli.wait_until(lambda: bool(cli.run_dirs()) and bool(cli.records()), 20)
+    (run_dir,) = cli.run_dirs()
+    refused = cli.run("slow.py", "--no-progress", "--resume")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Run {run_dir.name!r} is still running (process {live.pid}): wait "
+        f"for it to end, or start a new run\n"
+    )
+    assert cli.finish(live, 0, timeout=30).returncode == 0
+    assert sorted(r["id"] for r in cli.records()) == list(range(6))  # each ran once
+    after = cli.run("slow.py", "--no-progress", "--resume", "--output-json", "after.json")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert len(cli.records()) == 6  # nothing ran again
