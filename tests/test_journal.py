@@ -55,7 +55,9 @@ def test_fingerprint_is_sha256_of_content(tmp_path: Path) -> None:
 
 def test_journal_create_writes_manifest_first(tmp_path: Path) -> None:
     journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1", "argv": ["x"]})
-    assert sorted(p.name for p in journal.dir.iterdir()) == ["manifest.json"]
+    # (and the lock that says a process runs it: its pid)
+    assert sorted(p.name for p in journal.dir.iterdir()) == ["lock", "manifest.json"]
+    assert (journal.dir / "lock").read_text() == f"{os.getpid()}\n"
     assert read_manifest(journal.dir) == {"run_id": "run-1", "argv": ["x"]}
 
 
@@ -215,7 +217,7 @@ def test_save_manifest_replaces_atomically(tmp_path: Path) -> None:
     assert read_manifest(journal.dir)["evaluators"] == {
         "e.py::E": {"datasets": {"d.json": "0" * 64}}
     }
-    assert sorted(p.name for p in journal.dir.iterdir()) == ["manifest.json"]
+    assert sorted(p.name for p in journal.dir.iterdir()) == ["lock", "manifest.json"]
 
 
 def test_atomic_write_leaves_no_temporary_file(tmp_path: Path) -> None:
