@@ -711,10 +711,18 @@ def _check_unchanged(
             if fingerprint(path) != digest:
                 changes.append(f"dataset {path} changed")
     if changes:
+        started_in = manifest.get("cwd")
+        elsewhere = (
+            f" (it ran in {started_in}: evaluators are known by their path from there, so "
+            f"resume it from that folder)"
+            if isinstance(started_in, str) and started_in != os.getcwd()
+            else ""
+        )
         raise JournalError(
             f"Cannot {'retry the errors of' if retrying else 'resume'} run "
-            f"{manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} since it ran. "
-            f"Start a new run, or pass --force to {'retry' if retrying else 'resume'} anyway"
+            f"{manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} since it ran"
+            f"{elsewhere}. Start a new run, or pass --force to "
+            f"{'retry' if retrying else 'resume'} anyway"
         )
 
 

@@ -436,3 +436,18 @@ def test_a_run_still_going_cannot_be_resumed_meanwhile(cli: Any) -> None:
     after = cli.run("slow.py", "--no-progress", "--resume", "--output-json", "after.json")
     assert after.returncode == 0, after.stdout + after.stderr
     assert len(cli.records()) == 6  # nothing ran again
+
+
+def test_resume_from_another_folder_says_where_the_run_ran(cli: Any) -> None:
+    cli.write("project/slow.py", SLOW_EVALUATOR.replace("range(6)", "range(1)"))
+    result = cli.run("slow.py", "--no-progress", cwd=cli.root / "project")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = cli.run_dirs("project/.agenteval/runs")
+    refused = cli.run("project/slow.py", "--no-progress", "--resume", str(run_dir))
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {run_dir.name!r}: project/slow.py::Slow is new "
+        f"since it ran (it ran in {cli.root / 'project'}: evaluators are known by their path "
+        f"from there, so resume it from that folder). Start a new run, or pass --force to "
+        f"resume anyway\n"
+    )
