@@ -40,21 +40,23 @@ class JsonOutput(OutputDriver):
     """
 
     def __init__(self, path: str | Path = "evaluation-results.json") -> None:
-        self.path = Path(path).absolute()  # where the run started, whatever items do
+        self.path = Path(path)
+        self._target = self.path.absolute()  # where the run started, whatever items do
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Nothing per evaluator: the document is written once the run's verdict is known."""
 
     def finish_run(self, run: RunSummary) -> None:
         """Write the document through a temporary file and a rename."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        target = self._target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "w", encoding="utf-8") as fh:
                 write_document(run, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            os.replace(tmp, target)
         finally:
             if tmp.exists():
                 tmp.unlink()
