@@ -13,9 +13,10 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pydantic
 
@@ -45,6 +46,37 @@ DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 
 class HardStop(BaseException):
     """Raised by the signal handler on a second interrupt: stop at once, not per item."""
+
+
+class ProcessExit(SystemExit):
+    """Raised instead of ending the process when code run in it calls ``os._exit``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(
+            f"os._exit({code}) was called, which would have ended the whole run (the items "
+            f"run in agenteval's process): use --executor fork to run such code in a "
+            f"process of its own"
+        )
+
+
+@contextmanager
+def guarding_exit() -> Iterator[None]:
+    """While items run in this process (and the hooks around them): ``os._exit`` raises
+    :class:`ProcessExit` in its caller, so that the run goes on to its verdict; an item
+    that calls it is ``crashed``, as in a process of its own. Processes the items fork
+    exit as they would."""
+    real, ours = os._exit, os.getpid()
+
+    def _exit(status: int) -> NoReturn:
+        if os.getpid() != ours:
+            real(status)
+        raise ProcessExit(status)
+
+    os._exit = _exit
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 @dataclass(frozen=True)
@@ -326,7 +358,9 @@ def build_record(
         id=task.id,
         index=task.index,
         repeat=task.repeat,
-        status=item_status(assertions, error),
+        status="crashed"
+        if isinstance(outcome.exc, ProcessExit)
+        else item_status(assertions, error),
         score=mean_score(assertions),
         duration_s=duration,
         input=to_jsonable(task.input),

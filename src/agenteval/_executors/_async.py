@@ -42,7 +42,7 @@ from types import CodeType
 from typing import Any
 
 from .._evaluator import BaseEvaluator
-from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record
+from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record, guarding_exit
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._daemon_pool import DaemonPool
@@ -92,6 +92,10 @@ class AsyncExecutor(Executor):
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run the tasks on a fresh event loop in its own thread; supervise from this one."""
+        with guarding_exit():
+            self._run(tasks, on_result, stop)
+
+    def _run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         # we cancel what is left when the grace period ends: time to record it first
         stop.backstop = max(stop.backstop, _BACKSTOP)
         self._items = self._new_items()

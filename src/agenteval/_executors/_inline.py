@@ -6,7 +6,7 @@ import contextlib
 import os
 import time
 
-from .._item import HardStop, close_loop, execute_item
+from .._item import HardStop, close_loop, execute_item, guarding_exit
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
 
@@ -24,25 +24,27 @@ class InlineExecutor(Executor):
         """Run each task in turn until done or interrupted."""
         limit = self.options.max_output_bytes
         home = os.getcwd()
-        try:
-            while not stop.requested:
-                pulled = next(tasks, None)
-                if pulled is None:
-                    break
-                evaluator, task = pulled
-                started = time.perf_counter()
-                try:
-                    record = execute_item(evaluator, task, max_output_bytes=limit)
-                    if stop.hard:  # the item's code caught the stop (``except BaseException``)
-                        raise HardStop(stop.requested)
-                except HardStop:
-                    on_result(cancelled_record(task, time.perf_counter() - started, stop.cut_off))
-                    raise
-                finally:
-                    _return_to(home)
-                on_result(record)
-        finally:
-            close_loop()
+        with guarding_exit():
+            try:
+                while not stop.requested:
+                    pulled = next(tasks, None)
+                    if pulled is None:
+                        break
+                    evaluator, task = pulled
+                    started = time.perf_counter()
+                    try:
+                        record = execute_item(evaluator, task, max_output_bytes=limit)
+                        if stop.hard:  # the item's code caught the stop (except BaseException)
+                            raise HardStop(stop.requested)
+                    except HardStop:
+                        duration = time.perf_counter() - started
+                        on_result(cancelled_record(task, duration, stop.cut_off))
+                        raise
+                    finally:
+                        _return_to(home)
+                    on_result(record)
+            finally:
+                close_loop()
 
 
 def _return_to(home: str) -> None:

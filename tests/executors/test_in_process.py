@@ -1,0 +1,106 @@
+"""In-process executors (sequential, async): what an item does to the process costs the
+run nothing. A changed working directory loses neither the journal nor the reports, and
+the items after it start where the run did; ``os._exit`` is the item's crash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+CHDIR_EVALUATOR = """
+import os
+import tempfile
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+def where():
+    try:
+        return os.path.basename(os.getcwd())
+    except OSError:
+        return "a folder removed"
+
+
+class Chdir(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "before"}, {"id": "moves"}, {"id": "removes"}, {"id": "after"}]
+
+    {prefix}def run(self, item):
+        if item["id"] == "moves":
+            os.chdir(tempfile.mkdtemp())  # an agent working in a scratch folder
+        if item["id"] == "removes":
+            scratch = tempfile.mkdtemp()
+            os.chdir(scratch)
+            os.rmdir(scratch)  # and cleaning it up
+        return item["id"] + " in " + where()
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains(item["id"]), output)
+"""
+
+
+@pytest.mark.parametrize("executor", ["inline", "async"])
+def test_an_item_changing_the_working_directory_loses_no_file(cli: Any, executor: str) -> None:
+    prefix = "async " if executor == "async" else ""
+    cli.write("chdir.py", CHDIR_EVALUATOR.replace("{prefix}", prefix))
+    result = cli.run(
+        "chdir.py", "--executor", executor, "--no-progress", "--output-json", "report.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == dict.fromkeys(["before", "moves", "removes", "after"], "passed")
+    assert [r["id"] for r in cli.records()] == ["before", "moves", "removes", "after"]
+    if executor == "inline":  # one item at a time: each starts where the run did
+        outputs = {i["id"]: i["output"] for i in cli.items_of(report)}
+        assert outputs["after"] == f"after in {cli.root.name}"
+
+
+EXITS_EVALUATOR = """
+import multiprocessing
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+def child():
+    os._exit(5)  # in a process the item forked: it ends that process, as always
+
+
+class Exits(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "exits-0"}, {"id": "exits-3"}, {"id": "forks"}]
+
+    {prefix}def run(self, item):
+        if item["id"] == "forks":
+            process = multiprocessing.get_context("fork").Process(target=child)
+            process.start()
+            process.join()
+            return f"child exited {process.exitcode}"
+        os._exit(int(item["id"][-1]))  # a tool that hard-exits
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("exited 5"), output)
+"""
+
+
+@pytest.mark.parametrize("executor", ["inline", "async"])
+def test_an_item_calling_os_exit_is_crashed_and_the_run_reaches_its_verdict(
+    cli: Any, executor: str
+) -> None:
+    prefix = "async " if executor == "async" else ""
+    cli.write("exits.py", EXITS_EVALUATOR.replace("{prefix}", prefix))
+    result = cli.run(
+        "exits.py", "--executor", executor, "--no-progress", "--output-json", "report.json"
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"exits-0": "crashed", "exits-3": "crashed", "forks": "passed"}
+    errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
+    assert errors["exits-3"]["type"] == "ProcessExit"
+    assert errors["exits-3"]["message"].startswith(
+        "os._exit(3) was called, which would have ended the whole run"
+    )
+    assert errors["exits-3"]["line"] == 22  # the os._exit call
