@@ -235,3 +235,19 @@ def test_find_run_latest_within_one_second_is_the_last_started(tmp_path: Path) -
     os.utime(first / "manifest.json", ns=(1_000_000_000, 1_000_000_000))
     os.utime(second / "manifest.json", ns=(2_000_000_000, 2_000_000_000))
     assert find_run(runs, None) == second
+
+
+def test_journal_goes_without_a_lock_where_the_filesystem_has_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import fcntl
+
+    def no_locks(fd: int, how: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")  # NFS without a lock daemon
+
+    monkeypatch.setattr(fcntl, "lockf", no_locks)
+    journal = Journal.create(tmp_path / "runs", "run-1", {"run_id": "run-1"})
+    again = Journal.reopen(journal.dir)  # not taken for a run still going
+    again.close()
+    journal.close()

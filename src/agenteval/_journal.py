@@ -9,6 +9,7 @@ readers skip.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -81,7 +82,11 @@ class Journal:
             ) from None
         journal = cls(run_dir, manifest)
         journal._take_lock()
-        journal.save_manifest()
+        try:
+            journal.save_manifest()
+        except BaseException:
+            journal.close()
+            raise
         return journal
 
     @classmethod
@@ -100,11 +105,16 @@ class Journal:
             import fcntl
         except ImportError:  # Windows: no lock
             return
-        path = self._root / "lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self._root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:  # a folder we may not write: the journal will say so
+            return
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):  # no locks here (NFS, say)
+                os.close(fd)
+                return
             holder = os.read(fd, 32).decode(errors="replace").strip()
             os.close(fd)
             raise JournalError(

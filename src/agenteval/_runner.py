@@ -492,12 +492,14 @@ class _Run:
             complete=state.complete,
         )
 
-    def _flush(self) -> None:
+    def _flush(self, *, drivers: bool = True) -> None:
+        """Summarise the evaluators finished, in order, and hand each to the drivers."""
         while self._next_output < len(self.states) and self.states[self._next_output].finalised:
             summary = self._summary(self.states[self._next_output])
             self.summaries.append(summary)
-            self.drivers.call("output", summary)
             self._next_output += 1
+            if drivers:
+                self.drivers.call("output", summary)
 
     def close_unfinished(self, *, hard: bool) -> None:
         """After an interrupt: report every evaluator that did not finish, started or not.
@@ -519,7 +521,10 @@ class _Run:
                     if state.error is None:
                         self._fail(state, "tear_down", exc)
             state.ended = time.perf_counter()
-        self._flush()
+        try:
+            self._flush()
+        except HardStop:  # interrupted again: the rest is summarised, not handed out
+            self._flush(drivers=False)
 
 
 @contextmanager
@@ -816,8 +821,16 @@ def run_evaluations(
     if resume or retry_errors:
         run_dir = find_run(runs, retry_errors or (resume if isinstance(resume, str) else None))
         jr = Journal.reopen(run_dir)
-        if not force:
-            _check_unchanged(jr.manifest, specs, retrying=bool(retry_errors))
+        try:  # refused: the run's lock goes at once (a caller may try again)
+            if not force:
+                _check_unchanged(jr.manifest, specs, retrying=bool(retry_errors))
+            # a record counts as done unless it was cancelled (or, retrying, it errored)
+            redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
+            latest = latest_records_at(run_dir)
+        except BaseException:
+            jr.close()
+            raise
+        previous = {k: v for k, v in latest.items() if v[0].status not in redo}
         left_out = sorted(set(jr.manifest.get("evaluators") or {}) - {s.id for s in specs})
         if left_out:
             notices.append(
@@ -825,10 +838,6 @@ def run_evaluations(
                 f"{jr.manifest.get('run_id', run_dir.name)} also holds {', '.join(left_out)}: "
                 f"what did not finish there needs a resume that selects them"
             )
-        # a record counts as done unless it was cancelled (or, retrying, it errored)
-        redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
-        latest = latest_records_at(run_dir)
-        previous = {k: v for k, v in latest.items() if v[0].status not in redo}
         run_id = jr.manifest.get("run_id", run_dir.name)
         resumed = True
     else:
@@ -856,71 +865,71 @@ def run_evaluations(
         ),
     )
     hard = False
-    try:
+    try:  # the journal, and the run's lock, are held until the run is reported
         announce = partial(driver_set.call, "run_interrupted")
         with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
             try:
                 chosen.run(run.tasks(), run.on_result, stop)
             except HardStop:
                 hard = True
+        finishing: list[int] = []  # the turn of the drivers finishing now
+        with _reporting_signals(stop, lambda: finishing == [0]):
+            if stop.requested or hard:
+                run.close_unfinished(hard=hard)
+            interrupted = stop.requested
+            notices.extend(chosen.notices)
+            if run.journal_error:
+                notices.append(run.journal_error)
+            notices.extend(
+                f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
+                f"differed from what run {run_id} recorded (another input under the same id): "
+                f"run again"
+                for state in run.states
+                if state.changed
+            )
+            summary = RunSummary(
+                id=run_id,
+                started_at=started_at,
+                duration_s=time.perf_counter() - t0,
+                agenteval_version=__version__,
+                interrupted=interrupted,
+                evaluators=run.summaries,
+                notices=list(notices),
+                run_dir=str(jr.dir) if jr else None,
+            )
+            if cfg.prices:
+                summary.cost = _cost(summary, cfg.prices)
+            summary.exit_code = _exit_code(
+                run.summaries,
+                min_success_rate=min_success_rate,
+                max_errors=max_errors,
+                driver_errors=driver_set.errors,
+                interrupted=interrupted,
+                journal_failed=run.journal_error is not None,
+            )
+            # the user's own drivers finish first, then the report files, then the console:
+            # what those write (the exit code, the driver errors) includes every earlier one's
+            # failure, and an interrupt that came meanwhile
+            try:
+                for turn in range(3):
+                    _settle(summary, driver_set, stop)
+                    finishing[:] = [turn]
+                    try:
+                        driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
+                    except _CutShort as exc:
+                        summary.notices.append(
+                            f"{exc} came while the output drivers finished: the drivers of yours "
+                            f"still finishing were stopped; agenteval's report files are complete"
+                        )
+                    finally:
+                        finishing.clear()
+            except HardStop:
+                pass  # a second signal: stop reporting at once (the journal is complete)
+            _settle(summary, driver_set, stop)
+        return summary
     finally:
         if jr is not None:
             jr.close()
-    finishing: list[int] = []  # the turn of the drivers finishing now
-    with _reporting_signals(stop, lambda: finishing == [0]):
-        if stop.requested or hard:
-            run.close_unfinished(hard=hard)
-        interrupted = stop.requested
-        notices.extend(chosen.notices)
-        if run.journal_error:
-            notices.append(run.journal_error)
-        notices.extend(
-            f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
-            f"differed from what run {run_id} recorded (another input under the same id): "
-            f"run again"
-            for state in run.states
-            if state.changed
-        )
-        summary = RunSummary(
-            id=run_id,
-            started_at=started_at,
-            duration_s=time.perf_counter() - t0,
-            agenteval_version=__version__,
-            interrupted=interrupted,
-            evaluators=run.summaries,
-            notices=list(notices),
-            run_dir=str(jr.dir) if jr else None,
-        )
-        if cfg.prices:
-            summary.cost = _cost(summary, cfg.prices)
-        summary.exit_code = _exit_code(
-            run.summaries,
-            min_success_rate=min_success_rate,
-            max_errors=max_errors,
-            driver_errors=driver_set.errors,
-            interrupted=interrupted,
-            journal_failed=run.journal_error is not None,
-        )
-        # the user's own drivers finish first, then the report files, then the console:
-        # what those write (the exit code, the driver errors) includes every earlier one's
-        # failure, and an interrupt that came meanwhile
-        try:
-            for turn in range(3):
-                _settle(summary, driver_set, stop)
-                finishing[:] = [turn]
-                try:
-                    driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
-                except _CutShort as exc:
-                    summary.notices.append(
-                        f"{exc} came while the output drivers finished: the drivers of yours "
-                        f"still finishing were stopped; agenteval's report files are complete"
-                    )
-                finally:
-                    finishing.clear()
-        except HardStop:
-            pass  # a second signal: stop reporting at once (the journal is complete)
-        _settle(summary, driver_set, stop)
-    return summary
 
 
 def _settle(summary: RunSummary, drivers: _Drivers, stop: StopState) -> None:

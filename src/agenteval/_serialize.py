@@ -15,7 +15,8 @@ from pydantic import BaseModel
 
 _REPR_LIMIT = 200
 _PLAIN = frozenset({str, bool, type(None)})
-"""Types that are JSON as they are (checked inline: most item values are these)."""
+"""Types that are JSON as they are (checked inline: most item values are these, or ints
+no longer than ``_INT_BITS``)."""
 
 _INT_BITS = 14_000
 """Bits of the largest int kept as a number: JSON readers, Python's among them, refuse
@@ -66,10 +67,16 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
                     if text not in out and text not in value
                     else f"{text} ({type(k).__name__})"
                 )
-            out[k] = v if type(v) in _PLAIN else to_jsonable(v, _depth + 1)
+            plain = type(v) in _PLAIN or (type(v) is int and v.bit_length() <= _INT_BITS)
+            out[k] = v if plain else to_jsonable(v, _depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [v if type(v) in _PLAIN else to_jsonable(v, _depth + 1) for v in value]
+        return [
+            v
+            if type(v) in _PLAIN or (type(v) is int and v.bit_length() <= _INT_BITS)
+            else to_jsonable(v, _depth + 1)
+            for v in value
+        ]
     if isinstance(value, (set, frozenset)):
         items = [to_jsonable(v, _depth + 1) for v in value]
         try:

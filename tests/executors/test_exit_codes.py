@@ -206,3 +206,43 @@ def test_threads_left_running_by_a_sequential_run_do_not_hold_the_exit_code(cli:
     )
     assert (cli.root / "atexit.ran").exists()
     assert result.elapsed < 15
+
+
+SLOW_FLUSH_EVALUATOR = """
+import atexit
+import threading
+import time
+
+from agenteval import BaseEvaluator
+
+
+def flush():  # an SDK flushing its buffers at exit, slowly
+    with open("flushes.log", "a") as fh:
+        fh.write(threading.current_thread().name + "\\n")
+    time.sleep(3)
+
+
+atexit.register(flush)
+
+
+class ShortThread(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        threading.Thread(target=time.sleep, args=(1,)).start()  # ends soon enough
+        return "a"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_threads_that_end_in_time_leave_the_exit_as_python_makes_it(cli: Any) -> None:
+    cli.write("short_thread.py", SLOW_FLUSH_EVALUATOR)
+    result = cli.run("short_thread.py", "--no-progress", timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    # the exit handler ran once, in the main thread, to its end (no early exit cut it off)
+    assert (cli.root / "flushes.log").read_text() == "MainThread\n"
+    assert result.elapsed > 3

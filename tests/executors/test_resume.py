@@ -451,3 +451,20 @@ def test_resume_from_another_folder_says_where_the_run_ran(cli: Any) -> None:
         f"from there, so resume it from that folder). Start a new run, or pass --force to "
         f"resume anyway\n"
     )
+
+
+def test_a_refused_resume_lets_the_run_go(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # refused in this process (the Python API, as in a notebook): another may resume it
+    from agenteval import run_evaluations
+    from agenteval._errors import JournalError
+
+    setup_project(cli, CASES)
+    assert cli.run(*ARGS, "first.json").returncode == 0
+    (run_dir,) = cli.run_dirs()
+    drop_last_records(run_dir, 1)
+    cli.write("resume.py", RESUME_EVALUATOR + "\n# a later edit\n")
+    monkeypatch.chdir(cli.root)
+    with pytest.raises(JournalError, match=r"resume\.py changed since it ran"):
+        run_evaluations(["resume.py"], resume=True, outputs=[])
+    forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr

@@ -11,7 +11,6 @@ import contextlib
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -333,18 +332,29 @@ def main() -> None:
     except Exception as exc:
         if not hasattr(exc, "format_message"):  # not a command-line usage error: a bug
             code = _internal_error(exc)
-            sys.exit(code)
-        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `agenteval`: show the help
+        elif type(exc).__name__ == "NoArgsIsHelpError":  # bare `agenteval`: show the help
             typer.echo(exc.format_message())
-            sys.exit(0)
-        # a bad option or value: one line, like every other misuse (click prints a block)
-        command = getattr(getattr(exc, "ctx", None), "command_path", None) or "agenteval"
-        typer.echo(f"agenteval: error: {exc.format_message()} (see `{command} --help`)", err=True)
-        code = getattr(exc, "exit_code", 2)
+            code = 0
+        else:  # a bad option or value: one line, like every other misuse (click prints more)
+            command = getattr(getattr(exc, "ctx", None), "command_path", None) or "agenteval"
+            message = f"agenteval: error: {exc.format_message()} (see `{command} --help`)"
+            typer.echo(message, err=True)
+            code = getattr(exc, "exit_code", 2)
     code = code if isinstance(code, int) else 0
-    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    if _threads_left():
+        _exiting.clear()
+        atexit.register(_exiting.set)  # Python waited for them, and runs the exit handlers
         threading.Thread(target=_exit_anyway, args=(code,), daemon=True).start()
     sys.exit(code)
+
+
+def _threads_left() -> list[str]:
+    """The threads, not daemons, that Python waits for before it exits."""
+    main = threading.main_thread()
+    return [t.name for t in threading.enumerate() if not t.daemon and t is not main]
+
+
+_exiting = threading.Event()
 
 
 def _internal_error(exc: BaseException) -> int:
@@ -381,9 +391,11 @@ def _exit_anyway(code: int) -> None:
     it). The verdict and the files are written by now: what such a thread still does is
     not worth holding CI for. Exit handlers run as usual.
     """
-    time.sleep(EXIT_WAIT)
-    main = threading.main_thread()
-    left = [t.name for t in threading.enumerate() if not t.daemon and t is not main]
+    if _exiting.wait(EXIT_WAIT):
+        return
+    left = _threads_left()
+    if not left:  # they ended: the exit goes on as usual
+        return
     shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
     sys.stderr.write(
         f"agenteval: not waiting for {len(left)} thread{'s' if len(left) != 1 else ''} "

@@ -62,11 +62,9 @@ class DaemonPool(ThreadPoolExecutor):
             future, fn, args, kwargs = job
             if future.set_running_or_notify_cancel():
                 try:
-                    result = fn(*args, **kwargs)
+                    future.set_result(fn(*args, **kwargs))
                 except BaseException as exc:  # the caller's to see, as ThreadPoolExecutor does
                     future.set_exception(exc)
-                else:
-                    future.set_result(result)
             del job, future, fn, args, kwargs  # nothing of it kept while idle
             with self._lock:
                 self._idle += 1
