@@ -143,3 +143,11 @@ def test_missing_methods_fail_at_class_definition() -> None:
         class Lacking(BaseEvaluator):
             def get_dataset(self) -> list[object]:
                 return []
+
+
+def test_discover_refuses_a_pipe_named_like_an_evaluator(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "stream.py")  # reading it would wait for a writer forever
+    with pytest.raises(DiscoveryError, match="not a regular file"):
+        discover([tmp_path])

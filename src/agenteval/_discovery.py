@@ -55,6 +55,9 @@ def _candidate_files(folder: Path) -> list[Path]:
             (folder / Path(*rel[:i])).joinpath("pyvenv.cfg").exists() for i in range(1, len(rel))
         ):
             continue
+        if path.exists() and not path.is_file() and not path.is_dir():
+            # a pipe would never end a read
+            raise DiscoveryError(f"Could not read {path}: not a regular file (a pipe or device)")
         try:
             text = path.read_text(encoding="utf-8-sig", errors="replace")
         except OSError as exc:

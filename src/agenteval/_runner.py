@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -930,6 +930,7 @@ def run_evaluations(
     finally:
         if jr is not None:
             jr.close()
+        _stop_live(drivers)
 
 
 def _settle(summary: RunSummary, drivers: _Drivers, stop: StopState) -> None:
@@ -941,6 +942,17 @@ def _settle(summary: RunSummary, drivers: _Drivers, stop: StopState) -> None:
     summary.driver_errors = list(drivers.errors)
     if drivers.errors and summary.exit_code in (EXIT_OK, EXIT_FAILED):
         summary.exit_code = EXIT_ERROR
+
+
+def _stop_live(drivers: Sequence[OutputDriver]) -> None:
+    """Take every console's live display away: a run stopped at once may not have finished
+    its drivers, and what is printed next must reach the terminal."""
+    from .outputs._console import ConsoleOutput
+
+    for driver in drivers:
+        if isinstance(driver, ConsoleOutput):
+            with suppress(Exception):
+                driver.stop_live()
 
 
 def _finishes_in(turn: int, driver: OutputDriver) -> bool:

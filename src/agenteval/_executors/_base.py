@@ -34,6 +34,9 @@ def cancelled_record(task: ItemTask, duration: float, message: str = CANCELLED) 
 GRACE_TIMER = "agenteval-grace-period"
 """The name of the thread that ends the grace period: it only waits, holding no lock."""
 
+LIVE_THREAD = "agenteval-live"
+"""The name of the thread that draws the progress bars (``outputs._live``)."""
+
 
 @dataclass
 class StopState:

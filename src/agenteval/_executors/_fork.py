@@ -66,7 +66,7 @@ from .._item import (
     scrub,
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
-from ._base import GRACE_TIMER, Executor, OnResult, StopState, TaskSource
+from ._base import GRACE_TIMER, LIVE_THREAD, Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
 from ._sweeper import Sweeper
 
@@ -320,15 +320,15 @@ def _fresh_streams() -> None:
 
     The inherited ones may be locked for good: another thread of the parent (the live
     progress display's refresh, say) may have been writing at the moment of the fork, and
-    the child would wait forever on that lock. While the live display runs they are its proxies,
-    too, which would draw into a display that is not the child's. Streams the user's own
-    code put in their place are left alone.
+    the child would wait forever on that lock. While the live display runs they are its
+    stand-ins (``HeldLines``), too, whose lines no thread of the child would print.
+    Streams the user's own code put in their place are left alone.
     """
-    proxy = sys.modules.get("rich.file_proxy")
+    held = sys.modules.get("agenteval.outputs._live")
     for fd, name in ((1, "stdout"), (2, "stderr")):
         stream, original = getattr(sys, name), getattr(sys, f"__{name}__")
-        if proxy is not None and isinstance(stream, proxy.FileProxy):
-            stream = stream.rich_proxied_file
+        if held is not None and isinstance(stream, held.HeldLines):
+            stream = stream.proxied
         if original is None or stream is not original:
             continue
         fresh = open(  # noqa: SIM115 - it lives as long as the process
@@ -501,16 +501,17 @@ _WAIT = _Wait()
 def _other_threads() -> list[threading.Thread]:
     """Threads besides this one that could hold a lock at fork time.
 
-    rich's progress refresh thread is left out: it only repaints the parent's console,
-    and children get streams of their own (``_fresh_streams``); counting it would warn on
+    The live display's thread is left out: it only draws the parent's console, and
+    children get streams of their own (``_fresh_streams``); counting it would warn on
     every run in a terminal. So is the timer of the grace period after an interrupt.
     """
     current = threading.current_thread()
     return [
-        t
-        for t in threading.enumerate()
-        if t is not current and not type(t).__module__.startswith("rich.") and t.name != GRACE_TIMER
+        t for t in threading.enumerate() if t is not current and t.name not in _HARMLESS_THREADS
     ]
+
+
+_HARMLESS_THREADS = (GRACE_TIMER, LIVE_THREAD)
 
 
 class ForkExecutor(Executor):

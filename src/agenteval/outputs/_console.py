@@ -6,6 +6,7 @@ import contextlib
 import os
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,6 +56,7 @@ class ConsoleOutput(OutputDriver):
         self._retrying = False
         self._parallel = False
         self._gone = False  # whoever read the console has gone away
+        self._live_display: Any = None  # draws the bars, and what is printed above them
 
     # -- plumbing ------------------------------------------------------------------------
     @property
@@ -68,6 +70,9 @@ class ConsoleOutput(OutputDriver):
 
     def _line(self, text: str, style: str | None = None) -> None:
         if self._gone:
+            return
+        if (self.stream or sys.stdout) is None:  # started with stdout closed (``>&-``)
+            self._gone = True
             return
         try:
             if self._plain():
@@ -98,28 +103,34 @@ class ConsoleOutput(OutputDriver):
         nothing asks for colours anyway. That spares a piped run (CI) importing rich."""
         if self._console is not None:
             return False
-        stream = self.stream or sys.stdout
-        try:
-            tty = stream.isatty()
-        except (AttributeError, ValueError):
-            tty = False
         return not (
-            tty
+            self._tty()
             or os.environ.get("FORCE_COLOR")
             or os.environ.get("TTY_COMPATIBLE") == "1"
             or "IPython" in sys.modules  # rich renders notebooks its own way
         )
 
     def _live(self) -> bool:
-        return self.progress and not self._plain() and self.console.is_terminal
+        """Whether to draw the bars: on a terminal only (``FORCE_COLOR`` makes rich take
+        any stream for one, and a CI log would fill with bars)."""
+        return self.progress and self._tty() and not self._plain() and self.console.is_terminal
+
+    def _tty(self) -> bool:
+        stream = self.stream or sys.stdout
+        try:
+            return bool(stream.isatty())
+        except (AttributeError, ValueError):  # closed, or no stream at all (``>&-``)
+            return False
 
     # -- hooks ---------------------------------------------------------------------------
     def run_interrupted(self, signal_name: str, grace: float) -> None:
         """Say what happens now, so that nobody presses Ctrl-C again in the dark."""
         self._print(
-            f"{signal_name}: no new items start; running items get {grace:g}s to finish. "
-            f"Send it again to stop at once.",
-            "yellow",
+            (
+                f"{signal_name}: no new items start; running items get {grace:g}s to finish. "
+                f"Send it again to stop at once.",
+                "yellow",
+            )
         )
 
     def start_run(self, run: RunInfo) -> None:
@@ -158,58 +169,74 @@ class ConsoleOutput(OutputDriver):
                 TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
+                auto_refresh=False,  # drawn by LiveDisplay's thread, and only by it
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
-            self._bars.start()
+            from ._live import LiveDisplay
+
+            self._live_display = LiveDisplay(self._bars, self._reader_gone)
 
     def evaluator_started(self, evaluator: str, name: str, total: int | None) -> None:
         """Add a progress bar for the evaluator."""
         self._counts[evaluator] = [0, 0, 0]
         if self._bars is not None:
-            self._tasks[evaluator] = self._bars.add_task(safe(name), total=total, stats="")
+            self._live_display.later(partial(self._add_bar, evaluator, safe(name), total))
 
     def item_finished(self, result: ItemResult) -> None:
         """Advance the evaluator's progress bar."""
-        if self._bars is None:
+        counts = self._counts.get(result.evaluator)
+        if self._bars is None or counts is None:
             return
-        task = self._tasks.get(result.evaluator)
-        if task is None:
-            return
-        counts = self._counts[result.evaluator]
         slot = 0 if result.status == "passed" else 1 if result.status == "failed" else 2
         counts[slot] += 1
-        self._bars.update(
-            task,
-            advance=1,
-            stats=f"[green]{counts[0]} passed[/] [red]{counts[1]} failed[/] [yellow]{counts[2]} errors[/]",
+        stats = (
+            f"[green]{counts[0]} passed[/] [red]{counts[1]} failed[/] [yellow]{counts[2]} errors[/]"
         )
+        self._live_display.later(partial(self._advance_bar, result.evaluator, stats))
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Print one evaluator's report."""
         if self._bars is not None:
-            task = self._tasks.pop(summary.id, None)
-            if task is not None:
-                self._bars.remove_task(task)
-        for text, style in self.render(summary):
-            self._print(text, style)
+            self._live_display.later(partial(self._remove_bar, summary.id))
+        self._print(*self.render(summary))
 
-    def _print(self, text: str, style: str | None) -> None:
+    # the bars change in the live display's thread (see ``_live``)
+    def _add_bar(self, evaluator: str, name: str, total: int | None) -> None:
+        self._tasks[evaluator] = self._bars.add_task(name, total=total, stats="")
+
+    def _advance_bar(self, evaluator: str, stats: str) -> None:
+        task = self._tasks.get(evaluator)
+        if task is not None:
+            self._bars.update(task, advance=1, stats=stats)
+
+    def _remove_bar(self, evaluator: str) -> None:
+        task = self._tasks.pop(evaluator, None)
+        if task is not None:
+            self._bars.remove_task(task)
+
+    def _print(self, *lines: tuple[str, str | None]) -> None:
+        """Lines above the bars, with their next draw; or as they are, without bars."""
         if self._bars is None:
-            self._line(text, style)
+            for text, style in lines:
+                self._line(text, style)
             return
         from rich.text import Text
 
-        try:
-            self._bars.console.print(Text(text, style=style or ""))
-        except BrokenPipeError:
-            self._reader_gone()
+        self._live_display.show(Text("\n").join(Text(t, style=s or "") for t, s in lines))
 
     def finish_run(self, run: RunSummary) -> None:
         """Stop the progress display and print the verdict."""
-        if self._bars is not None:
-            self._bars.stop()
-            self._bars = None
+        self.stop_live()
         for text, style in self.render_verdict(run):
             self._line(text, style)
+
+    def stop_live(self) -> None:
+        """Take the progress bars away, should they be up (the runner calls it when a run
+        ends without ``finish_run``: stopped at once)."""
+        if self._bars is not None:
+            self._live_display.stop()
+            self._bars = None
 
     def _resume_command(self, run_id: str) -> str:
         """The command line that was run, with ``--resume RUN_ID`` instead of any resume

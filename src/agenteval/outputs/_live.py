@@ -1,0 +1,144 @@
+"""The live display: progress bars on a terminal, with what is printed above them.
+
+Everything the console shows while the bars are up goes through one thread, which draws
+every ``EVERY`` seconds: it makes the changes to the bars handed to ``later``, prints what
+in-process items printed (``HeldLines``) and the reports handed to ``show``, then draws
+the bars. Drawn from several threads, rich's live display leaves stale bars on the
+screen (a thread places the cursor from a height another has since changed, and rich's
+``add_task`` draws at once); drawn once per print, each line redraws every bar, so an
+item that prints a lot would run many times slower on a terminal than piped, and its
+duration would say so.
+
+Items that run in agenteval's process (sequential and async runs) print to
+``sys.stdout`` and ``sys.stderr``, which ``HeldLines`` stand in for meanwhile; a forked
+child's output is captured instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import IO, Any
+
+from .._executors._base import LIVE_THREAD
+
+EVERY = 0.1
+"""Seconds between two draws."""
+
+
+class HeldLines:
+    """A stand-in for ``sys.stdout`` or ``sys.stderr`` that keeps what is written until
+    the display takes it; ``proxied`` is the stream it stands in for."""
+
+    def __init__(self, proxied: IO[str]) -> None:
+        self.proxied = proxied
+        self._held: list[str] = []
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._held.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing: the lines go out with the next draw."""
+
+    def isatty(self) -> bool:
+        return self.proxied.isatty()
+
+    def fileno(self) -> int:
+        return self.proxied.fileno()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, errors, buffer, ...
+        return getattr(self.proxied, name)
+
+    def take(self, *, everything: bool = False) -> str:
+        """The whole lines written since (``everything``: a last one without its newline,
+        too), without their last newline."""
+        with self._lock:
+            text, rest = "".join(self._held), ""
+            if not everything:
+                text, _, rest = text.rpartition("\n")
+            elif text.endswith("\n"):
+                text = text[:-1]
+            self._held = [rest] if rest else []
+        return text
+
+
+class LiveDisplay:
+    """Draws ``progress`` (a rich ``Progress`` made with ``auto_refresh=False``) and what
+    is shown above it, from a thread of its own, until ``stop``. ``on_gone`` is called
+    should the terminal's reader go away (a broken pipe)."""
+
+    def __init__(self, progress: Any, on_gone: Callable[[], None]) -> None:
+        self.progress = progress
+        self._on_gone = on_gone
+        self._shown: list[Any] = []
+        self._changes: list[Callable[[], object]] = []
+        self._lock = threading.Lock()
+        self._gone = False
+        self._streams = {
+            name: HeldLines(stream)
+            for name in ("stdout", "stderr")
+            if (stream := getattr(sys, name)) is not None
+        }
+        progress.start()
+        for name, held in self._streams.items():
+            setattr(sys, name, held)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=LIVE_THREAD, daemon=True)
+        self._thread.start()
+
+    def show(self, renderable: Any) -> None:
+        """Print ``renderable`` above the bars, with the next draw."""
+        with self._lock:
+            self._shown.append(renderable)
+
+    def later(self, change: Callable[[], object]) -> None:
+        """Make ``change`` to the bars (``add_task``, ``update``, ...) in the display's
+        thread, before its next draw, in the order given."""
+        with self._lock:
+            self._changes.append(change)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(EVERY):
+            self._draw()
+
+    def _draw(self, *, everything: bool = False) -> None:
+        from rich.text import Text
+
+        if self._gone:
+            return
+        printed = [held.take(everything=everything) for held in self._streams.values()]
+        with self._lock:
+            shown, self._shown = self._shown, []
+            changes, self._changes = self._changes, []
+        console = self.progress.console
+        try:
+            for change in changes:
+                change()
+            for text in printed:
+                if text:
+                    console.print(Text.from_ansi(text))
+            for renderable in shown:
+                console.print(renderable)
+            self.progress.refresh()
+        except BrokenPipeError:
+            self._gone = True
+            self._on_gone()
+
+    def stop(self) -> None:
+        """Draw what is left, take the bars away, and put the streams back (unless code
+        replaced them meanwhile)."""
+        self._stopped.set()
+        self._thread.join()
+        self._draw(everything=True)
+        for name, held in self._streams.items():
+            if getattr(sys, name) is held:
+                setattr(sys, name, held.proxied)
+        if not self._gone:
+            try:
+                self.progress.stop()
+            except BrokenPipeError:
+                self._on_gone()

@@ -1,0 +1,138 @@
+"""The progress bars on a real terminal (a pty): what items print shows above them, every
+bar is erased as tall as it was drawn, and nothing of the bars reaches a file or a pipe."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
+
+PRINTS = """
+    import time
+    from agenteval import BaseEvaluator
+
+    class Prints{n}(BaseEvaluator):
+        def get_dataset(self):
+            return [{{"id": i}} for i in range({items})]
+
+        def run(self, item):
+            for line in range({lines}):
+                print(f"e{n} item {{item['id']}} line {{line}}")
+            time.sleep(0.01)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def write_evaluators(root: Path, count: int, items: int = 3, lines: int = 50) -> None:
+    (root / "evals").mkdir()
+    for n in range(count):
+        source = textwrap.dedent(PRINTS.format(n=n, items=items, lines=lines))
+        (root / "evals" / f"e{n:03d}_eval.py").write_text(source)
+
+
+def run_on_a_terminal(root: Path, *args: str) -> tuple[int, str]:
+    """Run the CLI with a pty as its terminal (80x30); its exit code and raw output."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child execs the CLI
+        os.chdir(root)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
+        env.update(TERM="xterm-256color", COLUMNS="80", LINES="30")
+        os.execve(AGENTEVAL, [AGENTEVAL, "run", *args], env)
+    raw = bytearray()
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, "the run did not end within 60 s"
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        raw += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), raw.decode("utf-8", "replace")
+
+
+def test_what_items_print_shows_above_the_bars(tmp_path: Path) -> None:
+    write_evaluators(tmp_path, 4)
+    code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs")
+    assert code == 0, raw
+    assert "━" in raw  # the bars were drawn
+    # (an erased line ends there: what follows starts afresh)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.replace("\x1b[2K", "\n")).replace("\r", "")
+    # every line every item printed, once, in each item's order
+    for n in range(4):
+        for item in range(3):
+            lines = [f"e{n} item {item} line {line}" for line in range(50)]
+            found = [line for line in text.split("\n") if line in lines]
+            assert found == lines, (n, item)
+    assert text.rstrip().split("\n")[-1].startswith("PASSED: 12 items, 12 passed")
+
+
+def test_every_bar_is_erased_as_tall_as_it_was_drawn(tmp_path: Path) -> None:
+    # many short evaluators side by side: bars come and go all the time
+    write_evaluators(tmp_path, 120, items=1, lines=1)
+    code, raw = run_on_a_terminal(tmp_path, "evals", "-c", "8", "--runs-dir", "runs")
+    assert code == 0, raw
+    # rich's bars drawn from two threads (its refresh thread, and add_task in another)
+    # are erased by a stale height, and stay on the screen
+    erase = re.compile(r"\r\x1b\[2K((?:\x1b\[1A\x1b\[2K)*)")
+    drawn_before = None
+    for match in erase.finditer(raw):
+        before = raw[: match.start()].rsplit("\x1b[2K", 1)[-1].split("\r\n")
+        bars = 0
+        for line in reversed(before):
+            if "━" not in line:
+                break
+            bars += 1
+        if bars:
+            assert match.group(1).count("\x1b[1A") + 1 == bars, (drawn_before, bars)
+        drawn_before = bars
+    assert "PASSED: 120 items, 120 passed" in raw
+
+
+def test_the_bars_never_reach_a_file_even_with_force_color(tmp_path: Path) -> None:
+    write_evaluators(tmp_path, 2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+    env["FORCE_COLOR"] = "1"  # many CI systems set it: colours, but no live display
+    with open(tmp_path / "log.txt", "w") as log:
+        proc = subprocess.run(
+            [AGENTEVAL, "run", "evals", "--runs-dir", "runs"],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    logged = (tmp_path / "log.txt").read_text()
+    assert "\x1b[" in logged  # coloured
+    assert "━" not in logged and "\x1b[?25l" not in logged  # no bars, no hidden cursor
+
+
+def test_a_run_with_stdout_closed_keeps_its_exit_code(tmp_path: Path) -> None:
+    write_evaluators(tmp_path, 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+    proc = subprocess.run(
+        f"{AGENTEVAL} run evals --runs-dir runs >&-",
+        shell=True,
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "driver failed" not in proc.stderr
