@@ -190,3 +190,23 @@ def test_an_output_nested_too_deeply_says_so() -> None:
         "unserializable": "builtins.list",
         "repr": "<nested more than 50 levels deep>",
     }
+
+
+class Surrogates(BaseEvaluator):
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        return {"answer": "ok\ud800"}  # a lone surrogate, as json.loads('"\\ud800"') makes
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        self.assert_that(StringContains("ok"), output["answer"])
+
+
+@pytest.mark.parametrize("limit", [None, 1024 * 1024, 10])
+def test_a_lone_surrogate_inside_an_output_costs_the_item_nothing(limit: int | None) -> None:
+    record = execute_item(Surrogates(), ItemTask("s.py::S", 0, 0, {}), max_output_bytes=limit)
+    assert record.status == "passed", record.error
+    assert record.truncated == (limit == 10)
+    if not record.truncated:
+        assert "\ufffd" in record_json(record)

@@ -388,7 +388,8 @@ def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, 
         size = json_size(output)
         if size > max_output_bytes:
             text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-            return text.encode()[:max_output_bytes].decode("utf-8", "ignore"), True, size, spent
+            kept = text.encode("utf-8", "surrogatepass")[:max_output_bytes]
+            return kept.decode("utf-8", "ignore"), True, size, spent
     return output, False, None, spent
 
 

@@ -114,4 +114,5 @@ def json_size(value: Any) -> int:
     """Bytes of ``value`` (already JSON-safe) as compact UTF-8 JSON."""
     if isinstance(value, str):
         return len(value.encode("utf-8", "surrogatepass")) + 2
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate counts, not fails
