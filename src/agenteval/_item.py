@@ -7,6 +7,7 @@ data, so it can cross a pipe or a network without pickling user objects.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -422,3 +423,15 @@ def _capped(record: AssertionRecord, limit: int) -> AssertionRecord:
     if len(record.message) > limit:
         update["message"] = record.message[:limit] + "…"
     return record.model_copy(update=update) if update else record
+
+
+def return_to(home: str) -> None:
+    """Back to the run's working directory, should the item have left it: in a process
+    that runs several items, each starts where the run did, as in a process of its own."""
+    try:
+        if os.getcwd() == home:
+            return
+    except OSError:  # the item removed the folder it moved to
+        pass
+    with contextlib.suppress(OSError):
+        os.chdir(home)

@@ -331,3 +331,34 @@ def test_a_worker_that_dies_between_items_costs_no_item(tmp_path: Path) -> None:
     ForkExecutor(options).run(tasks, on_result, StopState())
     assert sorted((r.index, r.status) for r in records) == [(n, "passed") for n in range(6)]
     assert sorted(int(n) for n in log.read_text().split()) == list(range(6))
+
+
+MOVES_EVALUATOR = """
+import os
+import tempfile
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Moves(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(4)]
+
+    def run(self, item):
+        here = os.path.basename(os.getcwd())
+        os.chdir(tempfile.mkdtemp())  # an agent working in a scratch folder
+        return here
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains(os.environ["RUN_FOLDER"]), output)
+"""
+
+
+def test_each_item_of_a_worker_starts_in_the_run_folder(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli.write("moves.py", MOVES_EVALUATOR)
+    monkeypatch.setenv("RUN_FOLDER", cli.root.name)
+    result = cli.run("moves.py", "--executor", "fork", "-c", "1", "--isolation", "worker")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -63,6 +63,7 @@ from .._item import (
     fault_record,
     record_json,
     recorded_output,
+    return_to,
     scrub,
 )
 from .._results import ErrorInfo, ItemResult, ItemStatus
@@ -302,12 +303,14 @@ def _child_main(
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
         evaluator, task = first
+        home = os.getcwd() if ctl is not None else ""  # a worker: its items start there
         while True:
             _run_one(evaluator, task, wfd, out, err, max_output_bytes)
             grant = _read_grant(ctl) if ctl is not None else None
             if grant is None:
                 break  # no more items for this process
             evaluator, task = held[grant]
+            return_to(home)
             os.write(wfd, _ACK + b"\n")
     except BaseException:
         code = 71

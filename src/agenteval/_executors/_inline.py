@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
-from .._item import HardStop, close_loop, execute_item, guarding_exit
+from .._item import HardStop, close_loop, execute_item, guarding_exit, return_to
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 
 
@@ -41,19 +40,7 @@ class InlineExecutor(Executor):
                         on_result(cancelled_record(task, duration, stop.cut_off))
                         raise
                     finally:
-                        _return_to(home)
+                        return_to(home)
                     on_result(record)
             finally:
                 close_loop()
-
-
-def _return_to(home: str) -> None:
-    """Back to the run's working directory, should the item have left it: each item
-    starts where the run did, as in a process of its own."""
-    try:
-        if os.getcwd() == home:
-            return
-    except OSError:  # the item removed the folder it moved to
-        pass
-    with contextlib.suppress(OSError):
-        os.chdir(home)
