@@ -171,9 +171,14 @@ def execute_item(
 
 
 async def aexecute_item(
-    evaluator: BaseEvaluator, task: ItemTask, *, max_output_bytes: int | None = None
+    evaluator: BaseEvaluator,
+    task: ItemTask,
+    *,
+    max_output_bytes: int | None = None,
+    ran: Callable[[Any], None] | None = None,
 ) -> ItemResult:
-    """Run and evaluate one item on the running event loop (the async executor)."""
+    """Run and evaluate one item on the running event loop (the async executor); ``ran``
+    as for :func:`execute_item`."""
     import asyncio  # loaded already: this runs on its loop
 
     started = time.perf_counter()
@@ -185,6 +190,8 @@ async def aexecute_item(
         if _awaitable(output):
             output = await output
         outcome.output, outcome.has_output = output, True
+        if ran is not None:
+            ran(output)
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
         if _awaitable(done):

@@ -346,6 +346,27 @@ class ToThread(BaseEvaluator):
         self.assert_that(StringContains("answer"), output)
 """
 
+STUCK_JUDGE_EVALUATOR = """
+import asyncio
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class StuckJudge(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "stuck-judge"}, {"id": "stuck-agent"}]
+
+    async def run(self, item):
+        if item["id"] == "stuck-agent":
+            await asyncio.sleep(30)
+        return "the agent's answer"
+
+    async def evaluate(self, output, item):
+        await asyncio.sleep(30)  # a judge that never answers
+        self.assert_that(StringContains("answer"), output)
+"""
+
 BUSY_EVALUATOR = """
 import asyncio
 import time
@@ -426,6 +447,10 @@ def to_thread(cli: Any) -> dict[str, Any]:
     return run_async(cli, "to_thread.py", TO_THREAD_EVALUATOR, "-c", "4", "--timeout", "1")
 
 
+def stuck_judge(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "stuck.py", STUCK_JUDGE_EVALUATOR, "-c", "2", "--timeout", "1")
+
+
 def swallows(cli: Any) -> dict[str, Any]:
     return run_async(cli, "swallows.py", SWALLOWS_EVALUATOR, "-c", "1", "--timeout", "0.5")
 
@@ -462,6 +487,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "blocking": (blocking,),
         "for-good": (for_good,),
         "to-thread": (to_thread,),
+        "stuck-judge": (stuck_judge,),
         "busy": (busy,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
@@ -669,6 +695,27 @@ def test_async_a_call_left_running_in_a_thread_does_not_hold_the_run(
         f"quick-{n}": "passed" for n in range(3)
     }
     assert cli.json("report.json")["run"]["duration_s"] < 5
+
+
+def test_async_a_timeout_in_evaluate_keeps_the_output_and_says_where(
+    async_runs: dict[str, Any],
+) -> None:
+    # as a child's record does: a stuck judge is told from a stuck agent
+    got = async_runs["stuck-judge"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    items = {i["id"]: i for i in cli.items_of(cli.json("report.json"))}
+    judge, agent = items["stuck-judge"], items["stuck-agent"]
+    assert (judge["status"], judge["output"], judge["error"]["stage"]) == (
+        "timeout",
+        "the agent's answer",
+        "evaluate",
+    )
+    assert (agent["status"], agent["output"], agent["error"]["stage"]) == (
+        "timeout",
+        None,
+        "executor",
+    )
 
 
 def test_async_a_busy_loop_blames_no_item(async_runs: dict[str, Any]) -> None:

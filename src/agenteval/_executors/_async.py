@@ -42,7 +42,15 @@ from types import CodeType
 from typing import Any
 
 from .._evaluator import BaseEvaluator
-from .._item import HardStop, ItemTask, aexecute_item, error_info, fault_record, guarding_exit
+from .._item import (
+    HardStop,
+    ItemTask,
+    aexecute_item,
+    error_info,
+    fault_record,
+    guarding_exit,
+    recorded_output,
+)
 from .._results import ErrorInfo, ItemResult, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._daemon_pool import DaemonPool
@@ -398,6 +406,19 @@ class _ItemLoop:
             return record
         return record.model_copy(update={"status": "timeout", "error": self._timeout(how)})
 
+    def _with_output(self, record: ItemResult, returned: list[Any]) -> ItemResult:
+        """A timeout's record, with the output if ``run`` had returned: the item stopped in
+        ``evaluate`` (a stuck judge, not a stuck agent), as a child's record says too."""
+        if not returned or record.error is None:
+            return record
+        try:
+            output, truncated, size, _ = recorded_output(returned[0], self.max_output_bytes)
+        except Exception:  # an output the record cannot hold: the timeout is what matters
+            return record
+        error = record.error.model_copy(update={"stage": "evaluate"})
+        kept = {"output": output, "truncated": truncated, "original_size": size, "error": error}
+        return record.model_copy(update=kept)
+
     def _timeout(self, how: str) -> ErrorInfo:
         return ErrorInfo(
             stage="executor",
@@ -487,15 +508,19 @@ class _ItemLoop:
             self.stalls.start(key, task)
             self._timers[key] = self.loop.call_later(self.timeout, self._expire, key)
         token = ITEM.set(key)  # tasks the item creates are its, too
+        returned: list[Any] = []  # what run returned, once it has
         try:
-            record = await aexecute_item(evaluator, task, max_output_bytes=self.max_output_bytes)
+            record = await aexecute_item(
+                evaluator, task, max_output_bytes=self.max_output_bytes, ran=returned.append
+            )
             return self._overran(key, record) if self.stalls is not None else record
         except asyncio.CancelledError as exc:
             if key in self._ours:
                 raise
             if key in self._timed_out:
                 error = self._timeout(" and was cancelled")
-                return fault_record(task, error, time.perf_counter() - started, "timeout")
+                record = fault_record(task, error, time.perf_counter() - started, "timeout")
+                return self._with_output(record, returned)
             # not a cancellation of ours: the item's own code raised it, and
             # aexecute_item lets every CancelledError through
             return fault_record(
