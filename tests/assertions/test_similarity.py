@@ -214,3 +214,14 @@ def test_string_similarity_rejects_bad_arguments(
         StringSimilarity(**arguments)
 
     assert str(excinfo.value) == message
+
+
+def test_an_embedding_that_is_not_a_flat_list_of_numbers_is_a_clear_error() -> None:
+    from agenteval.assertions._similarity import _cosine
+
+    with pytest.raises(ValueError, match=r"an embedding must be a flat list of numbers"):
+        _cosine([[1.0, 0.0]], [[1.0, 0.0]])  # type: ignore[list-item]
+    assert _cosine([3.0, 4.0], [3.0, 4.0]) == pytest.approx(1.0)
+    assert _cosine([1.0, 0.0], [0.0, 1.0]) == 0.0
+    assert _cosine([1.0, 0.0], [-1.0, 0.0]) == 0.0  # clamped
+    assert _cosine([1.0, 1.0], [1.0, 0.0]) == pytest.approx(2**-0.5)

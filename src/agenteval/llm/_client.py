@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -112,7 +113,42 @@ class SdkClients:
         }
 
     def _new_client(self) -> Any:
-        return self._client_class(**self._client_options())
+        http = _sdk(self._client_class).DefaultHttpxClient(verify=shared_ssl_context())
+        return self._client_class(**self._client_options(), http_client=http)
 
     def _new_async_client(self) -> Any:
-        return self._async_client_class(**self._client_options())
+        http = _sdk(self._async_client_class).DefaultAsyncHttpxClient(verify=shared_ssl_context())
+        return self._async_client_class(**self._client_options(), http_client=http)
+
+
+def _sdk(client_class: type) -> Any:
+    """The SDK package a client class comes from (``openai``, ``anthropic``)."""
+    return sys.modules[client_class.__module__.partition(".")[0]]
+
+
+_ssl_context: Any = None
+
+
+def shared_ssl_context() -> Any:
+    """One TLS context for every client this process (and the children it forks) builds.
+
+    Building one loads the certificate bundle, about 40 ms of CPU: per client, that is
+    paid by each async call (a client per call, since clients belong to an event loop) and
+    by each forked child's first call, which on a fast provider is most of an item's cost.
+    The context holds settings and certificates only, no connection, so children can share
+    the one they inherit.
+    """
+    global _ssl_context
+    if _ssl_context is None:  # (no lock: one a forked child inherited held could never go)
+        import httpx
+
+        make = getattr(httpx, "create_ssl_context", None)
+        if make is not None:  # httpx 0.28+: its own default, SSL_CERT_FILE included
+            _ssl_context = make()
+        else:
+            import ssl
+
+            import certifi
+
+            _ssl_context = ssl.create_default_context(cafile=certifi.where())
+    return _ssl_context

@@ -704,6 +704,9 @@ class _Server(ThreadingHTTPServer):
     # Handler threads are joined on close, so a stopped FakeProvider leaves nothing running.
     daemon_threads = False
     block_on_close = True
+    # many clients connect at once (an async run at -c 50, forked children): the default
+    # backlog of 5 drops connections before they reach a handler, as no real provider does
+    request_queue_size = 256
     fake: FakeProvider
 
     def handle_error(self, request: Any, client_address: Any) -> None:
