@@ -313,6 +313,9 @@ class _Run:
             self._fail(state, "set_up", exc)
             return None
         prepare_call_sites(state.spec.cls)
+        clients = sys.modules.get("agenteval.llm._client")
+        if clients is not None:  # models were built: what their SDKs load, loaded once here
+            clients.warm_for_fork()
         state.ready = True
         return instance
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -48,6 +49,7 @@ class ForkSafeClient(Generic[C]):
         self._client: C | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        _ALL.add(self)
 
     @property
     def pid(self) -> int | None:
@@ -74,6 +76,28 @@ class ForkSafeClient(Generic[C]):
             client, self._client = self._client, None
         if client is not None and self._pid == os.getpid():
             client.close()
+
+
+_ALL: weakref.WeakSet[ForkSafeClient[Any]] = weakref.WeakSet()
+
+_LAZY = ("chat.completions", "messages", "embeddings")
+"""What the SDKs import on first use: each forked child would import it again."""
+
+
+def warm_for_fork() -> None:
+    """Before items are forked: build each model's client here once and touch what its SDK
+    imports on first use, so that every child inherits it all instead of importing it again
+    (about 0.15 s of CPU per child and SDK). The children still build clients of their own
+    (``ForkSafeClient``); building one opens no connection."""
+    for clients in list(_ALL):
+        try:
+            client: Any = clients.get()
+            for path in _LAZY:
+                part: Any = client
+                for name in path.split("."):
+                    part = getattr(part, name, None)
+        except Exception:  # a model that cannot build its client: its own call will say so
+            continue
 
 
 class SdkClients:
