@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -89,15 +90,38 @@ def warm_for_fork() -> None:
     imports on first use, so that every child inherits it all instead of importing it again
     (about 0.15 s of CPU per child and SDK). The children still build clients of their own
     (``ForkSafeClient``); building one opens no connection."""
+    sdks = set()
     for clients in list(_ALL):
         try:
             client: Any = clients.get()
+            sdks.add(_sdk(type(client)))
             for path in _LAZY:
                 part: Any = client
                 for name in path.split("."):
                     part = getattr(part, name, None)
         except Exception:  # a model that cannot build its client: its own call will say so
             continue
+    for sdk in sdks:
+        _complete_models(sdk)
+
+
+def _complete_models(sdk: Any) -> None:
+    """Build the response models the SDK defers (pydantic's ``defer_build``): all of them
+    take about 0.1 s, once, where each child would build those it meets."""
+    import pydantic
+
+    for package in (
+        getattr(sdk, "types", None),
+        getattr(getattr(sdk, "types", None), "chat", None),
+    ):
+        for value in list(vars(package).values()) if package is not None else ():
+            if (
+                isinstance(value, type)
+                and issubclass(value, pydantic.BaseModel)
+                and not value.__pydantic_complete__
+            ):
+                with contextlib.suppress(Exception):
+                    value.model_rebuild()
 
 
 class SdkClients:
