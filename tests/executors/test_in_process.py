@@ -41,13 +41,15 @@ class Chdir(BaseEvaluator):
 """
 
 
+def run_in(cli: Any, executor: str, name: str, source: str) -> Any:
+    """Write the evaluator (``async def run`` for the async executor) and run it."""
+    cli.write(name, source.replace("{prefix}", "async " if executor == "async" else ""))
+    return cli.run(name, "--executor", executor, "--no-progress", "--output-json", "report.json")
+
+
 @pytest.mark.parametrize("executor", ["inline", "async"])
 def test_an_item_changing_the_working_directory_loses_no_file(cli: Any, executor: str) -> None:
-    prefix = "async " if executor == "async" else ""
-    cli.write("chdir.py", CHDIR_EVALUATOR.replace("{prefix}", prefix))
-    result = cli.run(
-        "chdir.py", "--executor", executor, "--no-progress", "--output-json", "report.json"
-    )
+    result = run_in(cli, executor, "chdir.py", CHDIR_EVALUATOR)
     assert result.returncode == 0, result.stdout + result.stderr
     report = cli.json("report.json")
     assert cli.statuses(report) == dict.fromkeys(["before", "moves", "removes", "after"], "passed")
@@ -90,11 +92,7 @@ class Exits(BaseEvaluator):
 def test_an_item_calling_os_exit_is_crashed_and_the_run_reaches_its_verdict(
     cli: Any, executor: str
 ) -> None:
-    prefix = "async " if executor == "async" else ""
-    cli.write("exits.py", EXITS_EVALUATOR.replace("{prefix}", prefix))
-    result = cli.run(
-        "exits.py", "--executor", executor, "--no-progress", "--output-json", "report.json"
-    )
+    result = run_in(cli, executor, "exits.py", EXITS_EVALUATOR)
     assert result.returncode == 2, result.stdout + result.stderr
     report = cli.json("report.json")
     assert cli.statuses(report) == {"exits-0": "crashed", "exits-3": "crashed", "forks": "passed"}

@@ -102,20 +102,24 @@ def test_every_bar_is_erased_as_tall_as_it_was_drawn(tmp_path: Path) -> None:
     assert "PASSED: 120 items, 120 passed" in raw
 
 
+def run_piped(root: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``agenteval COMMAND`` through the shell (its redirections), stderr captured."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
+    return subprocess.run(
+        f"{AGENTEVAL} {command}",
+        shell=True,
+        cwd=root,
+        env={**environ, **env},
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_the_bars_never_reach_a_file_even_with_force_color(tmp_path: Path) -> None:
     write_evaluators(tmp_path, 2)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
-    env["FORCE_COLOR"] = "1"  # many CI systems set it: colours, but no live display
-    with open(tmp_path / "log.txt", "w") as log:
-        proc = subprocess.run(
-            [AGENTEVAL, "run", "evals", "--runs-dir", "runs"],
-            cwd=tmp_path,
-            env=env,
-            stdout=log,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-        )
+    # many CI systems set FORCE_COLOR: colours, but no live display
+    proc = run_piped(tmp_path, "run evals --runs-dir runs > log.txt", FORCE_COLOR="1")
     assert proc.returncode == 0, proc.stderr
     logged = (tmp_path / "log.txt").read_text()
     assert "\x1b[" in logged  # coloured
@@ -124,15 +128,6 @@ def test_the_bars_never_reach_a_file_even_with_force_color(tmp_path: Path) -> No
 
 def test_a_run_with_stdout_closed_keeps_its_exit_code(tmp_path: Path) -> None:
     write_evaluators(tmp_path, 1)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}
-    proc = subprocess.run(
-        f"{AGENTEVAL} run evals --runs-dir runs >&-",
-        shell=True,
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=60,
-    )
+    proc = run_piped(tmp_path, "run evals --runs-dir runs >&-")
     assert proc.returncode == 0, proc.stderr
     assert "driver failed" not in proc.stderr
