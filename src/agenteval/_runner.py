@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -531,24 +531,38 @@ class _Run:
 
 
 @contextmanager
-def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]:
-    """First SIGINT/SIGTERM: stop scheduling, let in-flight items finish within the grace
-    period. Second: stop at once (raises HardStop in the main thread)."""
+def _handling(handler: Callable[[str, int], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` (with the signal's name and number) meanwhile,
+    when this is the main thread. A process forked meanwhile that inherits it (a
+    multiprocessing helper started in set_up, say) does what it would have done without:
+    the signal is not about the run."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    timer: list[threading.Timer] = []
     ours = os.getpid()
 
-    def handler(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: Any) -> None:
         if os.getpid() != ours:
-            # a process user code forked (a multiprocessing helper started in set_up, say)
-            # inherited this handler: the signal is not about the run; do what it would
-            # have done without us
             signal.signal(signum, previous[signal.Signals(signum)])
             os.kill(os.getpid(), signum)
             return
-        name = signal.Signals(signum).name
+        handler(signal.Signals(signum).name, signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]:
+    """While items run. First SIGINT/SIGTERM: stop scheduling, let in-flight items finish
+    within the grace period. Second: stop at once (raises HardStop in the main thread)."""
+    timer: list[threading.Timer] = []
+
+    def handler(name: str, signum: int) -> None:
         if stop.requested is None:
             stop.requested = name
 
@@ -566,47 +580,34 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
         stop.hard = True
         raise HardStop(name)
 
-    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
     try:
-        yield
+        with _handling(handler):
+            yield
     finally:
         for t in timer:
             t.cancel()
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 class _CutShort(BaseException):
     """Raised in a user driver's ``finish_run`` by the first signal after the items."""
 
 
-@contextmanager
-def _reporting_signals(stop: StopState, in_user_drivers: Callable[[], bool]) -> Iterator[None]:
+def _reporting_signals(
+    stop: StopState, in_user_drivers: Callable[[], bool]
+) -> AbstractContextManager[None]:
     """Once the items are done, while the run is reported. A first SIGINT/SIGTERM makes the
     run interrupted and cuts short the user's drivers still finishing (raises _CutShort
     while ``in_user_drivers()``); agenteval's report files and the console still finish.
     A second stops at once (raises HardStop)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
-    def handler(signum: int, _frame: Any) -> None:
-        name = signal.Signals(signum).name
+    def handler(name: str, _signum: int) -> None:
         if stop.requested is not None:
             raise HardStop(name)
         stop.requested = name
         if in_user_drivers():
             raise _CutShort(name)
 
-    previous = {s: signal.signal(s, handler) for s in _STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    return _handling(handler)
 
 
 def _choose_executor(

@@ -49,7 +49,6 @@ class ConsoleOutput(OutputDriver):
         self.progress = progress
         self.stream = stream
         self._console: Any = None
-        self._bars: Any = None
         self._tasks: dict[str, Any] = {}
         self._counts: dict[str, list[int]] = {}
         self._argv: list[str] = []
@@ -160,7 +159,7 @@ class ConsoleOutput(OutputDriver):
                 TimeRemainingColumn,
             )
 
-            self._bars = Progress(
+            bars = Progress(
                 TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
@@ -175,18 +174,18 @@ class ConsoleOutput(OutputDriver):
             )
             from ._live import LiveDisplay
 
-            self._live_display = LiveDisplay(self._bars, self._reader_gone)
+            self._live_display = LiveDisplay(bars, self._reader_gone)
 
     def evaluator_started(self, evaluator: str, name: str, total: int | None) -> None:
         """Add a progress bar for the evaluator."""
         self._counts[evaluator] = [0, 0, 0]
-        if self._bars is not None:
+        if self._live_display is not None:
             self._live_display.later(partial(self._add_bar, evaluator, safe(name), total))
 
     def item_finished(self, result: ItemResult) -> None:
         """Advance the evaluator's progress bar."""
         counts = self._counts.get(result.evaluator)
-        if self._bars is None or counts is None:
+        if self._live_display is None or counts is None:
             return
         slot = 0 if result.status == "passed" else 1 if result.status == "failed" else 2
         counts[slot] += 1
@@ -197,27 +196,27 @@ class ConsoleOutput(OutputDriver):
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Print one evaluator's report."""
-        if self._bars is not None:
+        if self._live_display is not None:
             self._live_display.later(partial(self._remove_bar, summary.id))
         self._print(*self.render(summary))
 
     # the bars change in the live display's thread (see ``_live``)
     def _add_bar(self, evaluator: str, name: str, total: int | None) -> None:
-        self._tasks[evaluator] = self._bars.add_task(name, total=total, stats="")
+        self._tasks[evaluator] = self._live_display.progress.add_task(name, total=total, stats="")
 
     def _advance_bar(self, evaluator: str, stats: str) -> None:
         task = self._tasks.get(evaluator)
         if task is not None:
-            self._bars.update(task, advance=1, stats=stats)
+            self._live_display.progress.update(task, advance=1, stats=stats)
 
     def _remove_bar(self, evaluator: str) -> None:
         task = self._tasks.pop(evaluator, None)
         if task is not None:
-            self._bars.remove_task(task)
+            self._live_display.progress.remove_task(task)
 
     def _print(self, *lines: tuple[str, str | None]) -> None:
         """Lines above the bars, with their next draw; or as they are, without bars."""
-        if self._bars is None:
+        if self._live_display is None:
             for text, style in lines:
                 self._line(text, style)
             return
@@ -234,9 +233,9 @@ class ConsoleOutput(OutputDriver):
     def stop_live(self) -> None:
         """Take the progress bars away, should they be up (the runner calls it when a run
         ends without ``finish_run``: stopped at once)."""
-        if self._bars is not None:
+        if self._live_display is not None:
             self._live_display.stop()
-            self._bars = None
+            self._live_display = None
 
     def _resume_command(self, run_id: str) -> str:
         """The command line that was run, with ``--resume RUN_ID`` instead of any resume
