@@ -252,6 +252,7 @@ class _Run:
         previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]],
         redact: Redactor,
         stop: StopState,
+        forks: bool = False,
     ) -> None:
         store = journal.records_path if journal is not None else None
         self.states = [
@@ -265,6 +266,7 @@ class _Run:
         self.previous = previous
         self.redact = redact
         self.stop = stop
+        self.forks = forks  # items run in forked children: prepare what they would each do
         self.summaries: list[EvaluatorSummary] = []
         self._next_output = 0
 
@@ -312,10 +314,11 @@ class _Run:
         except BaseException as exc:
             self._fail(state, "set_up", exc)
             return None
-        prepare_call_sites(state.spec.cls)
-        clients = sys.modules.get("agenteval.llm._client")
-        if clients is not None:  # models were built: what their SDKs load, loaded once here
-            clients.warm_for_fork()
+        if self.forks:
+            prepare_call_sites(state.spec.cls)
+            clients = sys.modules.get("agenteval.llm._client")
+            if clients is not None:  # models were built: what their SDKs load, loaded here
+                clients.warm_for_fork()
         state.ready = True
         return instance
 
@@ -852,7 +855,7 @@ def run_evaluations(
     t0 = time.perf_counter()
     stop = StopState(grace=grace)
     driver_set = _Drivers(drivers)
-    run = _Run(specs, driver_set, options, jr, previous, redact, stop)
+    run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
     driver_set.call(
         "start_run",
         RunInfo(
