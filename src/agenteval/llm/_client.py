@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import os
 import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._errors import ConfigError
+
+if TYPE_CHECKING:
+    from ._retry import RetryPolicy
 
 NO_KEY = "agenteval-no-key"
 """Sent to an explicit ``base_url`` when no key is configured: local servers need none."""
@@ -46,7 +49,7 @@ class ForkSafeClient(Generic[C]):
     """
 
     def __init__(self, factory: Callable[[], C]) -> None:
-        self._factory = factory
+        self.factory = factory
         self._client: C | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
@@ -68,7 +71,7 @@ class ForkSafeClient(Generic[C]):
             self._pid = pid
         with self._lock:
             if self._client is None:
-                self._client = self._factory()
+                self._client = self.factory()
             return self._client
 
     def close(self) -> None:
@@ -81,55 +84,24 @@ class ForkSafeClient(Generic[C]):
 
 _ALL: weakref.WeakSet[ForkSafeClient[Any]] = weakref.WeakSet()
 
-_LAZY = ("chat.completions", "messages", "embeddings")
-"""What the SDKs import on first use: each forked child would import it again."""
-
 
 def warm_for_fork() -> None:
-    """Before items are forked: build each model's client here once and touch what its SDK
-    imports on first use, so that every child inherits it all instead of importing it again
-    (about 0.15 s of CPU per child and SDK). The children still build clients of their own
-    (``ForkSafeClient``); building one opens no connection."""
-    sdks = set()
-    for clients in list(_ALL):
-        try:
-            client: Any = clients.get()
-            sdks.add(_sdk(type(client)))
-            for path in _LAZY:
-                part: Any = client
-                for name in path.split("."):
-                    part = getattr(part, name, None)
-        except Exception:  # a model that cannot build its client: its own call will say so
-            continue
-    for sdk in sdks:
-        _complete_models(sdk)
+    """Before items are forked: rehearse here the calls the items' models will make
+    (``llm/_rehearsal``), so that every child inherits what the SDK loads, caches and
+    builds on its first calls instead of doing it all again. The children still build
+    clients of their own (``ForkSafeClient``)."""
+    from ._rehearsal import rehearse
 
-
-def _complete_models(sdk: Any) -> None:
-    """Build the response models the SDK defers (pydantic's ``defer_build``): all of them
-    take about 0.1 s, once, where each child would build those it meets."""
-    import pydantic
-
-    for package in (
-        getattr(sdk, "types", None),
-        getattr(getattr(sdk, "types", None), "chat", None),
-    ):
-        for value in list(vars(package).values()) if package is not None else ():
-            if (
-                isinstance(value, type)
-                and issubclass(value, pydantic.BaseModel)
-                and not value.__pydantic_complete__
-            ):
-                with contextlib.suppress(Exception):
-                    value.model_rebuild()
+    models = [getattr(clients.factory, "__self__", None) for clients in list(_ALL)]
+    rehearse([model for model in models if isinstance(model, SdkClients)])
 
 
 class SdkClients:
     """What every SDK-backed model shares: building clients, closing, pickling.
 
     Subclasses set ``_client_class`` (and ``_async_client_class`` when they have an async
-    path), ``_api_key``, ``_base_url``, ``_timeout`` and ``_clients = ForkSafeClient(
-    self._new_client)``. SDK retries are always off: agenteval owns retries.
+    path), ``_api_key``, ``_base_url``, ``_timeout``, ``_retry`` and ``_clients =
+    ForkSafeClient(self._new_client)``. SDK retries are always off: agenteval owns retries.
     """
 
     _client_class: Any
@@ -138,6 +110,9 @@ class SdkClients:
     _base_url: str | None
     _timeout: float
     _clients: ForkSafeClient[Any]
+    _retry: RetryPolicy
+    _api_path = ""  # what the SDK expects after the server's address in ``base_url``
+    _trust_env = True  # False for a rehearsal: no proxy between it and 127.0.0.1
 
     def close(self) -> None:
         """Close the HTTP connections of this process's client."""
@@ -161,12 +136,42 @@ class SdkClients:
         }
 
     def _new_client(self) -> Any:
-        http = _sdk(self._client_class).DefaultHttpxClient(verify=shared_ssl_context())
+        http = _sdk(self._client_class).DefaultHttpxClient(
+            verify=shared_ssl_context(), trust_env=self._trust_env
+        )
         return self._client_class(**self._client_options(), http_client=http)
 
     def _new_async_client(self) -> Any:
-        http = _sdk(self._async_client_class).DefaultAsyncHttpxClient(verify=shared_ssl_context())
+        http = _sdk(self._async_client_class).DefaultAsyncHttpxClient(
+            verify=shared_ssl_context(), trust_env=self._trust_env
+        )
         return self._async_client_class(**self._client_options(), http_client=http)
+
+    def _rehearse(self, server: str) -> None:
+        """Make the calls items make, through a copy of this model sent to ``server`` (a
+        local fake provider), to warm what a forked child would otherwise run cold
+        (``llm/_rehearsal``)."""
+        from . import _rehearsal
+        from ._retry import RetryPolicy
+
+        twin = copy.copy(self)  # __setstate__ gives it clients of its own
+        twin._api_key = "sk-agenteval-rehearsal"
+        twin._base_url = server + self._api_path
+        twin._timeout = _rehearsal.TIMEOUT
+        twin._trust_env = False
+        twin._retry = RetryPolicy(max_attempts=1)
+        try:
+            for _ in range(_rehearsal.ROUNDS):
+                twin._rehearsal_calls()
+        finally:
+            twin.close()
+
+    def _rehearsal_calls(self) -> None:
+        from ._rehearsal import chat_requests
+
+        complete: Any = getattr(self, "complete")  # noqa: B009 - chat models have it
+        for request in chat_requests():
+            complete(request)
 
 
 def _sdk(client_class: type) -> Any:

@@ -49,6 +49,8 @@ class OpenAIEmbeddings(SdkClients):
         self._client_class = openai.OpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
+    _api_path = "/v1"
+
     @property
     def name(self) -> str:
         """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
@@ -82,6 +84,9 @@ class OpenAIEmbeddings(SdkClients):
             usage = usage + batch_usage
             retries += batch_retries
         return EmbeddingsResult(vectors, usage, retries)
+
+    def _rehearsal_calls(self) -> None:
+        self.embed_with_usage(["a rehearsal", "of an embeddings call"])
 
     def _embed_batch(self, texts: list[str]) -> tuple[list[list[float]], Usage, int]:
         client = self._clients.get()

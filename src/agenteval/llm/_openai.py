@@ -105,6 +105,8 @@ class OpenAIModel(SdkClients):
         self._async_client_class = openai.AsyncOpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
+    _api_path = "/v1"
+
     @property
     def name(self) -> str:
         """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""

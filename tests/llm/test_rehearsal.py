@@ -1,0 +1,155 @@
+"""Before forking items, the parent rehearses its models' calls against a local fake server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agenteval.llm import OpenAIModel, _rehearsal
+from agenteval.llm._client import warm_for_fork
+from agenteval.testing import FakeProvider
+from cli_support import CliResult
+
+# A fresh interpreter each time: rehearsals happen once per model class and process, and
+# this one may have loaded the SDKs already.
+REHEARSE = """
+import json, os, sys, threading
+from agenteval.llm import AnthropicModel, OpenAIEmbeddings, OpenAIModel
+from agenteval.llm import _rehearsal
+from agenteval.llm._client import warm_for_fork
+
+models = [
+    OpenAIModel("g", api_key="sk-real-openai", base_url="http://127.0.0.1:9/v1"),
+    AnthropicModel("c", api_key="sk-real-anthropic"),
+    OpenAIEmbeddings("e", api_key="sk-real-openai"),
+]
+outcomes = []
+rehearse = _rehearsal.rehearse
+_rehearsal.rehearse = lambda found: outcomes.append(rehearse(found)) or outcomes[-1]
+before = "openai.resources.chat" in sys.modules
+warm_for_fork()
+warm_for_fork()  # a second evaluator's set_up: nothing left to rehearse
+print(json.dumps({
+    "outcomes": outcomes,
+    "loaded_before": before,
+    "loaded_after": "openai.resources.chat" in sys.modules,
+    "threads": [t.name for t in threading.enumerate()],
+    "clients_built": [m._clients.pid is not None for m in models],
+}))
+"""
+
+
+def test_each_sdk_model_class_rehearses_once_against_a_local_server() -> None:
+    # a proxy that does not exist: the rehearsal goes straight to 127.0.0.1 all the same
+    env = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    out = subprocess.run(
+        [sys.executable, "-c", REHEARSE],
+        capture_output=True,
+        text=True,
+        env={**_environ(), **env},
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+
+    assert report["outcomes"] == [
+        {"OpenAIModel": None, "AnthropicModel": None, "OpenAIEmbeddings": None},
+        {},
+    ]
+    assert (report["loaded_before"], report["loaded_after"]) == (False, True)
+    assert report["threads"] == ["MainThread"]  # the fake server is stopped before any fork
+    assert report["clients_built"] == [False, False, False]  # the models' own are untouched
+
+
+def test_a_rehearsal_that_fails_leaves_the_run_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(OpenAIModel):
+        def complete(self, request: object) -> object:
+            raise RuntimeError("no rehearsal today")
+
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    model = Broken("g", api_key="sk-test")
+
+    assert _rehearsal.rehearse([model]) == {"Broken": "RuntimeError: no rehearsal today"}
+    assert _rehearsal.rehearse([model]) == {}  # tried once: each fork run does not pay again
+
+
+def test_the_models_own_calls_after_a_rehearsal_go_to_their_own_server(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    fake_provider.respond_with(lambda request: "ok")
+    model = OpenAIModel("g", api_key="sk-test-123456", base_url=fake_provider.openai_base_url)
+
+    warm_for_fork()
+    reply = model.complete(_rehearsal.chat_requests()[0])
+    model.close()
+
+    assert reply.text == "ok"
+    assert [r.api_key for r in fake_provider.requests] == ["sk-test-123456"]
+
+
+JUDGED = """
+import os
+from agenteval import BaseEvaluator
+from agenteval.datasets import ArrayDataset
+from agenteval.judges import CorrectnessJudge
+from agenteval.llm import OpenAIModel
+
+class Judged(BaseEvaluator):
+    def set_up(self):
+        self.model = OpenAIModel("g", api_key="sk-test-123456", base_url=os.environ["FAKE_URL"])
+
+    def get_dataset(self):
+        return ArrayDataset([{"id": i, "input": f"q{i}"} for i in range(6)])
+
+    def run(self, item):
+        return f"Paris ({item['id']})"
+
+    def evaluate(self, output, item):
+        self.assert_that(CorrectnessJudge(self.model, expected="Paris"), output)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_judged_items_in_forked_children_count_only_their_own_calls(
+    isolation: str,
+    fake_provider: FakeProvider,
+    cli: Callable[..., CliResult],
+    write: Callable[[str, str], Path],
+    tmp_path: Path,
+) -> None:
+    fake_provider.respond_with(lambda request: {"reasoning": "Same city.", "score": 0.9})
+    write("judged_eval.py", JUDGED)
+
+    result = cli(
+        "run",
+        "judged_eval.py",
+        "-c",
+        "3",
+        "--isolation",
+        isolation,
+        "--no-cache",
+        "--output-json",
+        "report.json",
+        env={"FAKE_URL": fake_provider.openai_base_url},
+    )
+
+    assert result.code == 0, result.output
+    run = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["run"]
+    assert run["totals"]["passed"] == 6
+    assert len(fake_provider.requests) == 6  # the rehearsal went to a server of its own
+    usage = run["usage"]
+    assert usage["judge_calls"] == 6
+    assert (usage["judge"]["input_tokens"], usage["judge"]["output_tokens"]) == (60, 30)
+    assert list(usage["judge_by_model"]) == [f"openai-compatible:g@{fake_provider.openai_base_url}"]
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "HTTP"))}
