@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pydantic
 
+from . import _loops
 from ._context import ItemContext, enter_item, exit_item
 from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
@@ -121,7 +122,7 @@ def _drive(awaitable: Any) -> Any:
     if _loop is None or _loop.is_closed():
         import asyncio
 
-        _loop = asyncio.new_event_loop()
+        _loop = _loops.own(asyncio.new_event_loop())
     return _loop.run_until_complete(awaitable)
 
 
@@ -129,6 +130,7 @@ def close_loop() -> None:
     """Close the event loop :func:`_drive` may have created (end of run)."""
     global _loop
     if _loop is not None and not _loop.is_closed():
+        _loop.run_until_complete(_loops.release())
         _loop.run_until_complete(_loop.shutdown_asyncgens())
         _loop.close()
     _loop = None

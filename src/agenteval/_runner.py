@@ -317,8 +317,9 @@ class _Run:
         if self.forks:
             prepare_call_sites(state.spec.cls)
             clients = sys.modules.get("agenteval.llm._client")
-            if clients is not None:  # models were built: what their SDKs load, loaded here
-                clients.warm_for_fork()
+            if clients is not None:  # models were built: rehearse their calls here
+                cls = state.spec.cls
+                clients.warm_for_fork(is_async(cls.run) or is_async(cls.evaluate))
         state.ready = True
         return instance
 

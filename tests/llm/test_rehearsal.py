@@ -30,10 +30,11 @@ models = [
 ]
 outcomes = []
 rehearse = _rehearsal.rehearse
-_rehearsal.rehearse = lambda found: outcomes.append(rehearse(found)) or outcomes[-1]
+_rehearsal.rehearse = lambda *a: outcomes.append(rehearse(*a)) or outcomes[-1]
 before = "openai.resources.chat" in sys.modules
 warm_for_fork()
 warm_for_fork()  # a second evaluator's set_up: nothing left to rehearse
+warm_for_fork(asynchronous=True)  # an async evaluator: its calls are the async ones
 print(json.dumps({
     "outcomes": outcomes,
     "loaded_before": before,
@@ -57,10 +58,8 @@ def test_each_sdk_model_class_rehearses_once_against_a_local_server() -> None:
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
 
-    assert report["outcomes"] == [
-        {"OpenAIModel": None, "AnthropicModel": None, "OpenAIEmbeddings": None},
-        {},
-    ]
+    everything = {"OpenAIModel": None, "AnthropicModel": None, "OpenAIEmbeddings": None}
+    assert report["outcomes"] == [everything, {}, everything]
     assert (report["loaded_before"], report["loaded_after"]) == (False, True)
     assert report["threads"] == ["MainThread"]  # the fake server is stopped before any fork
     assert report["clients_built"] == [False, False, False]  # the models' own are untouched
@@ -139,7 +138,7 @@ def test_judged_items_in_forked_children_count_only_their_own_calls(
         env={"FAKE_URL": fake_provider.openai_base_url},
     )
 
-    assert result.code == 0, result.output
+    assert result.code == 0, result
     run = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["run"]
     assert run["totals"]["passed"] == 6
     assert len(fake_provider.requests) == 6  # the rehearsal went to a server of its own

@@ -41,6 +41,7 @@ import time
 from types import CodeType
 from typing import Any
 
+from .. import _loops
 from .._evaluator import BaseEvaluator
 from .._item import (
     HardStop,
@@ -378,6 +379,7 @@ class _ItemLoop:
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             if pending:
                 self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(_loops.release())
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
 
@@ -546,8 +548,8 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     chose a loop of their own through the policy (uvloop, say), or on Windows."""
     policy = asyncio.get_event_loop_policy()
     if sys.platform == "win32" or type(policy) is not asyncio.DefaultEventLoopPolicy:
-        return asyncio.new_event_loop()
-    return asyncio.SelectorEventLoop(PromptSelector())
+        return _loops.own(asyncio.new_event_loop())
+    return _loops.own(asyncio.SelectorEventLoop(PromptSelector()))
 
 
 def _ready(task: asyncio.Task[Any]) -> bool:

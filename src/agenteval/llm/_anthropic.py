@@ -118,9 +118,7 @@ class AnthropicModel(SdkClients):
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """Async form of :meth:`complete`, over the SDK's async client."""
         params = self._params(request)
-        # One async client per call: an async connection pool is bound to the event loop
-        # that created it, and callers may run each call in a fresh loop.
-        async with self._new_async_client() as client:
+        async with self._async_client() as client:
 
             async def attempt() -> AnthropicMessage:
                 async with client.messages.stream(**params) as stream:

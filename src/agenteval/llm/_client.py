@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from .. import _loops
 from .._errors import ConfigError
 
 if TYPE_CHECKING:
@@ -85,15 +87,15 @@ class ForkSafeClient(Generic[C]):
 _ALL: weakref.WeakSet[ForkSafeClient[Any]] = weakref.WeakSet()
 
 
-def warm_for_fork() -> None:
-    """Before items are forked: rehearse here the calls the items' models will make
-    (``llm/_rehearsal``), so that every child inherits what the SDK loads, caches and
-    builds on its first calls instead of doing it all again. The children still build
-    clients of their own (``ForkSafeClient``)."""
+def warm_for_fork(asynchronous: bool = False) -> None:
+    """Before items are forked: rehearse here the calls the items' models will make (the
+    async ones for an async evaluator; ``llm/_rehearsal``), so that every child inherits
+    what the SDK loads, caches and builds on its first calls instead of doing it all
+    again. The children still build clients of their own (``ForkSafeClient``)."""
     from ._rehearsal import rehearse
 
     models = [getattr(clients.factory, "__self__", None) for clients in list(_ALL)]
-    rehearse([model for model in models if isinstance(model, SdkClients)])
+    rehearse([model for model in models if isinstance(model, SdkClients)], asynchronous)
 
 
 class SdkClients:
@@ -141,16 +143,34 @@ class SdkClients:
         )
         return self._client_class(**self._client_options(), http_client=http)
 
+    @contextlib.asynccontextmanager
+    async def _async_client(self) -> AsyncIterator[Any]:
+        """The async client for one call: on a loop agenteval runs, the one this model
+        shares with every call on that loop; elsewhere one for this call alone (see
+        ``agenteval._loops``)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if not _loops.owned(loop):
+            async with self._new_async_client() as client:
+                yield client
+            return
+        clients = _loop_clients.setdefault(loop, {})
+        client = clients.get(self)
+        if client is None:
+            client = clients[self] = self._new_async_client()
+        yield client
+
     def _new_async_client(self) -> Any:
         http = _sdk(self._async_client_class).DefaultAsyncHttpxClient(
             verify=shared_ssl_context(), trust_env=self._trust_env
         )
         return self._async_client_class(**self._client_options(), http_client=http)
 
-    def _rehearse(self, server: str) -> None:
-        """Make the calls items make, through a copy of this model sent to ``server`` (a
-        local fake provider), to warm what a forked child would otherwise run cold
-        (``llm/_rehearsal``)."""
+    def _rehearse(self, server: str, asynchronous: bool) -> None:
+        """Make the calls items make (the async ones if ``asynchronous``) through a copy
+        of this model sent to ``server``, a local fake provider, to warm what a forked
+        child would otherwise run cold (``llm/_rehearsal``)."""
         from . import _rehearsal
         from ._retry import RetryPolicy
 
@@ -161,8 +181,11 @@ class SdkClients:
         twin._trust_env = False
         twin._retry = RetryPolicy(max_attempts=1)
         try:
-            for _ in range(_rehearsal.ROUNDS):
-                twin._rehearsal_calls()
+            if asynchronous and hasattr(twin, "acomplete"):
+                _run_on_own_loop(twin._arehearsal_calls)
+            else:
+                for _ in range(_rehearsal.ROUNDS):
+                    twin._rehearsal_calls()
         finally:
             twin.close()
 
@@ -172,6 +195,39 @@ class SdkClients:
         complete: Any = getattr(self, "complete")  # noqa: B009 - chat models have it
         for request in chat_requests():
             complete(request)
+
+    async def _arehearsal_calls(self) -> None:
+        from ._rehearsal import ROUNDS, chat_requests
+
+        acomplete: Any = getattr(self, "acomplete")  # noqa: B009 - chat models have it
+        for _ in range(ROUNDS):
+            for request in chat_requests():
+                await acomplete(request)
+
+
+def _run_on_own_loop(calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``calls()`` on a loop agenteval owns, as items' async calls run, then close it."""
+    import asyncio
+
+    loop = _loops.own(asyncio.new_event_loop())
+    try:
+        loop.run_until_complete(calls())
+    finally:
+        loop.run_until_complete(_loops.release())
+        loop.close()
+
+
+_loop_clients: weakref.WeakKeyDictionary[Any, dict[SdkClients, Any]] = weakref.WeakKeyDictionary()
+"""The async clients shared on each loop agenteval runs, by model."""
+
+
+async def close_loop_clients() -> None:
+    """Close the clients shared on the running loop (``agenteval._loops.release``)."""
+    import asyncio
+
+    for client in _loop_clients.pop(asyncio.get_running_loop(), {}).values():
+        with contextlib.suppress(Exception):  # a connection already gone: nothing to close
+            await client.close()
 
 
 def _sdk(client_class: type) -> Any:

@@ -163,10 +163,8 @@ class OpenAIModel(SdkClients):
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """Async form of :meth:`complete`, over the SDK's async client."""
-        # One async client per call: an async connection pool is bound to the event loop
-        # that created it, and callers may run each call in a fresh loop.
         fallback = self._structured_output == "auto"
-        async with self._new_async_client() as client:
+        async with self._async_client() as client:
 
             async def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
                 async def attempt() -> ChatCompletion:

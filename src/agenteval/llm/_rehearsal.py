@@ -39,18 +39,19 @@ _SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-_rehearsed: set[type] = set()
+_rehearsed: set[tuple[type, bool]] = set()
 
 
-def rehearse(models: list[SdkClients]) -> dict[str, str | None]:
-    """Rehearse the calls of each class of ``models`` not rehearsed in this process yet.
+def rehearse(models: list[SdkClients], asynchronous: bool = False) -> dict[str, str | None]:
+    """Rehearse the calls of each class of ``models`` not rehearsed in this process yet:
+    the async calls (``acomplete``, on a loop as agenteval runs one) if ``asynchronous``.
 
     Returns each rehearsed class's name with ``None``, or the error that ended its
     rehearsal (the run goes on either way).
     """
     todo: dict[type, SdkClients] = {}
     for model in models:
-        if type(model) not in _rehearsed:
+        if (type(model), asynchronous) not in _rehearsed:
             todo.setdefault(type(model), model)
     if not todo:
         return {}
@@ -59,9 +60,9 @@ def rehearse(models: list[SdkClients]) -> dict[str, str | None]:
     outcome: dict[str, str | None] = {}
     with FakeProvider(responder=_reply) as fake:
         for cls, model in todo.items():
-            _rehearsed.add(cls)
+            _rehearsed.add((cls, asynchronous))
             try:
-                model._rehearse(fake.base_url)
+                model._rehearse(fake.base_url, asynchronous)
                 outcome[cls.__name__] = None
             except Exception as exc:  # the children stay cold, nothing else
                 outcome[cls.__name__] = f"{type(exc).__name__}: {exc}"
