@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from _common import (
 )
 
 SLEEP = 0.1
+JUDGE_DELAY = 0.5  # the fake provider's latency in (e)
 GOAL_FORK = 0.90
 GOAL_ASYNC = 0.95
 WORKERS = ("--isolation", "worker")
@@ -78,6 +80,7 @@ class Bench:
         self.work = work
         self.cli = agenteval_cli()
         self.competitor = competitor
+        self.servers: list[subprocess.Popen[str]] = []
 
     def agenteval(
         self,
@@ -113,10 +116,26 @@ class Bench:
         totals = doc["run"]["totals"]
         if totals["passed"] != n:
             raise RuntimeError(f"agenteval {workload}: {totals['passed']} of {n} passed: {totals}")
-        items = float(timing.read_text(encoding="utf-8"))
+        items = float(timing.read_text(encoding="utf-8")) if timing.exists() else None
         shutil.rmtree(cwd)
         run_s = float(doc["run"]["duration_s"])
         return Sample(m.wall_s, run_s, items, m.peak_rss_mb, m.cpu_s, m.faults)
+
+    def judge_server(self, delay: float) -> str:
+        """Start ``workloads/judge_server.py`` (stopped by :meth:`close`); its base URL."""
+        server = subprocess.Popen(
+            [sys.executable, str(WORKLOADS / "judge_server.py"), str(delay)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.servers.append(server)
+        assert server.stdout is not None
+        return server.stdout.readline().strip()
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.terminate()
+            server.wait()
 
     def pool(self, n: int, concurrency: int) -> Sample:
         m = measure(
@@ -216,17 +235,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=None, help="runs of each [3]")
     parser.add_argument("--no-competitor", action="store_true", help="skip pydantic-evals")
     parser.add_argument(
-        "--only", choices=["a", "b", "c", "d"], action="append", help="run only these parts"
+        "--only", choices=["a", "b", "c", "d", "e"], action="append", help="run only these parts"
     )
     args = parser.parse_args()
     quick = args.quick
     repeats = args.repeats or (1 if quick else 3)
-    parts = set(args.only or ["a", "b", "c", "d"])
+    parts = set(args.only or ["a", "b", "c", "d", "e"])
     n_fork, c_fork = (200, 50) if quick else (1000, 50)
     n_async, c_async = (400, 200) if quick else (2000, 200)
     n_inst, c_inst = (400, 8) if quick else (2000, 8)
     ballast_mb = 50 if quick else 200
     n_forks, mb_forks = (20, "50") if quick else (100, "200")
+    n_judged, c_judged = (100, 50) if quick else (200, 50)
 
     competitor = None if args.no_competitor else ensure_pydantic_evals()
     print(f"machine: {machine()}")
@@ -420,7 +440,44 @@ def main() -> None:
                     ],
                 )
             )
+        if "e" in parts:
+            ideal = math.ceil(n_judged / c_judged) * JUDGE_DELAY
+            judge_env = {"BENCH_JUDGE_URL": bench.judge_server(JUDGE_DELAY)}
+            judged = ("--no-cache",)
+            runners = {
+                "agenteval fork": lambda tag: bench.agenteval(
+                    "judge_eval.py", n_judged, c_judged, "fork", tag, judge_env, judged
+                ),
+                "agenteval fork --isolation worker": lambda tag: bench.agenteval(
+                    "judge_eval.py",
+                    n_judged,
+                    c_judged,
+                    "fork",
+                    tag,
+                    judge_env,
+                    judged + WORKERS,
+                ),
+                "agenteval async (async evaluator)": lambda tag: bench.agenteval(
+                    "judge_eval.py",
+                    n_judged,
+                    c_judged,
+                    "async",
+                    tag,
+                    {**judge_env, "BENCH_ASYNC": "1"},
+                    judged,
+                ),
+            }
+            bench.agenteval("judge_eval.py", 4, 4, "fork", "warm-e", judge_env, judged)
+            text, _ = efficiency_table(
+                interleaved(runners, repeats), ideal, "items-only s", n_judged
+            )
+            print(
+                f"\n(e) {n_judged:,} items judged by an LLM (the openai SDK, a fake provider "
+                f"answering in {JUDGE_DELAY} s), concurrency {c_judged}: ideal {ideal:.1f} s"
+            )
+            print(text)
     finally:
+        bench.close()
         shutil.rmtree(work, ignore_errors=True)
 
     print("\ngoals (agenteval):")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agenteval.llm import OpenAIModel, _rehearsal
+from agenteval.llm import ModelRequest, ModelResponse, OpenAIModel, _rehearsal
 from agenteval.llm._client import warm_for_fork
 from agenteval.testing import FakeProvider
 from cli_support import CliResult
@@ -66,15 +66,34 @@ def test_each_sdk_model_class_rehearses_once_against_a_local_server() -> None:
 
 
 def test_a_rehearsal_that_fails_leaves_the_run_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken(OpenAIModel):
-        def complete(self, request: object) -> object:
-            raise RuntimeError("no rehearsal today")
+    def broken(self: object) -> None:
+        raise RuntimeError("no rehearsal today")
 
     monkeypatch.setattr(_rehearsal, "_rehearsed", set())
-    model = Broken("g", api_key="sk-test")
+    monkeypatch.setattr(OpenAIModel, "_rehearsal_calls", broken)
+    model = OpenAIModel("g", api_key="sk-test")
 
-    assert _rehearsal.rehearse([model]) == {"Broken": "RuntimeError: no rehearsal today"}
+    assert _rehearsal.rehearse([model]) == {"OpenAIModel": "RuntimeError: no rehearsal today"}
     assert _rehearsal.rehearse([model]) == {}  # tried once: each fork run does not pay again
+
+
+def test_a_rehearsal_runs_none_of_the_code_of_a_users_subclass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[object] = []
+
+    class Logged(OpenAIModel):
+        def complete(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request)  # say, to the user's own telemetry
+            return super().complete(request)
+
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    model = Logged("g", api_key="sk-test")
+
+    assert _rehearsal.rehearse([model, OpenAIModel("h", api_key="sk-test")]) == {
+        "OpenAIModel": None
+    }
+    assert seen == []
 
 
 def test_the_models_own_calls_after_a_rehearsal_go_to_their_own_server(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import sys
 import threading
@@ -174,7 +173,9 @@ class SdkClients:
         from . import _rehearsal
         from ._retry import RetryPolicy
 
-        twin = copy.copy(self)  # __setstate__ gives it clients of its own
+        cls = _rehearsal.own_class(self)
+        twin = cls.__new__(cls)
+        twin.__setstate__(self.__getstate__())  # with clients of its own
         twin._api_key = "sk-agenteval-rehearsal"
         twin._base_url = server + self._api_path
         twin._timeout = _rehearsal.TIMEOUT

@@ -51,8 +51,8 @@ def rehearse(models: list[SdkClients], asynchronous: bool = False) -> dict[str, 
     """
     todo: dict[type, SdkClients] = {}
     for model in models:
-        if (type(model), asynchronous) not in _rehearsed:
-            todo.setdefault(type(model), model)
+        if (own_class(model), asynchronous) not in _rehearsed:
+            todo.setdefault(own_class(model), model)
     if not todo:
         return {}
     from ..testing._fake_provider import FakeProvider
@@ -67,6 +67,12 @@ def rehearse(models: list[SdkClients], asynchronous: bool = False) -> dict[str, 
             except Exception as exc:  # the children stay cold, nothing else
                 outcome[cls.__name__] = f"{type(exc).__name__}: {exc}"
     return outcome
+
+
+def own_class(model: SdkClients) -> type[SdkClients]:
+    """agenteval's class ``model`` is an instance of: a subclass of yours is rehearsed as
+    that class, so a rehearsal runs none of your code (your overrides, say, that log)."""
+    return next(c for c in type(model).__mro__ if c.__module__.startswith("agenteval."))
 
 
 def chat_requests() -> list[Any]:
