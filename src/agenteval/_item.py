@@ -130,8 +130,8 @@ def close_loop() -> None:
     """Close the event loop :func:`_drive` may have created (end of run)."""
     global _loop
     if _loop is not None and not _loop.is_closed():
-        _loop.run_until_complete(_loops.release())
         _loop.run_until_complete(_loop.shutdown_asyncgens())
+        _loop.run_until_complete(_loops.release())
         _loop.close()
     _loop = None
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agenteval import _loops
-from agenteval.llm import AnthropicModel, ModelRequest, OpenAIModel
+from agenteval.llm import AnthropicModel, ModelRequest, OpenAIModel, _client
 from agenteval.testing import FakeProvider
 from agenteval.trajectory._messages import Message
 from cli_support import CliResult
@@ -65,6 +65,34 @@ def test_calls_on_an_agenteval_loop_share_one_client_closed_with_the_loop(
     assert first == second == ["ok"] * 5
     assert built[0].is_closed()
     assert len(fake_provider.requests) == 10
+
+
+def test_many_calls_in_flight_spread_over_clients_and_models_never_share_one(
+    fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Alike(OpenAIModel):  # equal by value, and unhashable: no matter
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Alike)
+
+    fake_provider.respond_with(lambda request: "ok")
+    mine = Alike("g", api_key="sk-test-mine", base_url=fake_provider.openai_base_url)
+    theirs = Alike("g", api_key="sk-test-theirs", base_url=fake_provider.openai_base_url)
+    built: list[Any] = []
+    _count_clients(mine, built, monkeypatch)
+    n = 2 * _client.SHARED_CALLS + 1
+
+    loop = _loops.own(asyncio.new_event_loop())
+    try:
+        replies = loop.run_until_complete(_calls([mine], n))
+        loop.run_until_complete(_calls([theirs], 1))
+        loop.run_until_complete(_loops.release())
+    finally:
+        loop.close()
+
+    assert replies == ["ok"] * n
+    assert len(built) == 3 and all(client.is_closed() for client in built)
+    keys = [r.api_key for r in fake_provider.requests]
+    assert keys.count("sk-test-mine") == n and keys[-1] == "sk-test-theirs"
 
 
 def test_calls_on_a_loop_of_the_callers_own_get_a_client_each_closed_after_it(

@@ -66,15 +66,51 @@ def test_each_sdk_model_class_rehearses_once_against_a_local_server() -> None:
 
 
 def test_a_rehearsal_that_fails_leaves_the_run_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: object) -> None:
+    def broken(self: object, asynchronous: bool) -> None:
         raise RuntimeError("no rehearsal today")
 
     monkeypatch.setattr(_rehearsal, "_rehearsed", set())
-    monkeypatch.setattr(OpenAIModel, "_rehearsal_calls", broken)
+    monkeypatch.setattr(OpenAIModel, "_rehearse", broken)
     model = OpenAIModel("g", api_key="sk-test")
 
     assert _rehearsal.rehearse([model]) == {"OpenAIModel": "RuntimeError: no rehearsal today"}
     assert _rehearsal.rehearse([model]) == {}  # tried once: each fork run does not pay again
+
+
+def test_without_a_local_server_there_is_no_rehearsal_and_no_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_bind(self: object) -> None:
+        raise OSError(99, "Cannot assign requested address")
+
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    monkeypatch.setattr(FakeProvider, "start", no_bind)
+
+    assert _rehearsal.rehearse([OpenAIModel("g", api_key="sk-test")]) == {
+        "OpenAIModel": "OSError: [Errno 99] Cannot assign requested address"
+    }
+
+
+def test_no_rehearsal_when_turned_off_or_when_the_sdk_is_instrumented(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import openai.resources.chat.completions as chat
+
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    monkeypatch.setenv("AGENTEVAL_REHEARSAL", "0")
+    assert _rehearsal.rehearse([OpenAIModel("g", api_key="sk-test")]) == {
+        "OpenAIModel": "turned off (AGENTEVAL_REHEARSAL=0)"
+    }
+
+    # a tracing package wraps the SDK's method: it would report the rehearsal as calls
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    monkeypatch.delenv("AGENTEVAL_REHEARSAL")
+    create = chat.Completions.create
+    monkeypatch.setattr(chat.Completions, "create", lambda *a, **k: create(*a, **k))
+    assert _rehearsal.rehearse([OpenAIModel("g", api_key="sk-test")]) == {
+        "OpenAIModel": "skipped: openai.resources.chat.completions.Completions.create is "
+        "not the SDK's own (instrumented?)"
+    }
 
 
 def test_a_rehearsal_runs_none_of_the_code_of_a_users_subclass(
@@ -86,6 +122,9 @@ def test_a_rehearsal_runs_none_of_the_code_of_a_users_subclass(
         def complete(self, request: ModelRequest) -> ModelResponse:
             seen.append(request)  # say, to the user's own telemetry
             return super().complete(request)
+
+        def __getstate__(self) -> dict[str, object]:
+            raise AssertionError("the user's own code")
 
     monkeypatch.setattr(_rehearsal, "_rehearsed", set())
     model = Logged("g", api_key="sk-test")

@@ -379,8 +379,10 @@ class _ItemLoop:
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             if pending:
                 self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self.loop.run_until_complete(_loops.release())
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        with contextlib.suppress(SystemExit, KeyboardInterrupt):
+            # after the generators: their cleanup may still call a model
+            self.loop.run_until_complete(_loops.release())
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
 
     def _close(self) -> None:

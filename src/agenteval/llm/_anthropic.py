@@ -83,6 +83,8 @@ class AnthropicModel(SdkClients):
         self._async_client_class = anthropic.AsyncAnthropic
         self._clients: ForkSafeClient[anthropic.Anthropic] = ForkSafeClient(self._new_client)
 
+    _sdk_name = "anthropic"
+
     @property
     def name(self) -> str:
         """``"anthropic:<model>"``."""
@@ -95,6 +97,23 @@ class AnthropicModel(SdkClients):
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
+
+    def _twin(self, server: str) -> AnthropicModel:
+        from . import _rehearsal
+
+        return AnthropicModel(
+            self._model,
+            api_key=_rehearsal.KEY,
+            base_url=server,
+            max_tokens=self._max_tokens,
+            timeout=_rehearsal.TIMEOUT,
+            retry=RetryPolicy(max_attempts=1),
+        )
+
+    def _rehearse(self, asynchronous: bool) -> None:
+        from ._rehearsal import rehearse_chat
+
+        rehearse_chat(self, asynchronous)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the reply, retrying transient errors."""

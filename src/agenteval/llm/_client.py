@@ -7,7 +7,8 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .. import _loops
@@ -112,7 +113,7 @@ class SdkClients:
     _timeout: float
     _clients: ForkSafeClient[Any]
     _retry: RetryPolicy
-    _api_path = ""  # what the SDK expects after the server's address in ``base_url``
+    _sdk_name: str  # the SDK's package: "openai", "anthropic"
     _trust_env = True  # False for a rehearsal: no proxy between it and 127.0.0.1
 
     def close(self) -> None:
@@ -142,23 +143,11 @@ class SdkClients:
         )
         return self._client_class(**self._client_options(), http_client=http)
 
-    @contextlib.asynccontextmanager
-    async def _async_client(self) -> AsyncIterator[Any]:
-        """The async client for one call: on a loop agenteval runs, the one this model
-        shares with every call on that loop; elsewhere one for this call alone (see
-        ``agenteval._loops``)."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        if not _loops.owned(loop):
-            async with self._new_async_client() as client:
-                yield client
-            return
-        clients = _loop_clients.setdefault(loop, {})
-        client = clients.get(self)
-        if client is None:
-            client = clients[self] = self._new_async_client()
-        yield client
+    def _async_client(self) -> _CallClient:
+        """The async client for one call (``async with``): on a loop agenteval runs, one
+        this model shares with other calls on that loop; elsewhere one for this call alone
+        (see ``agenteval._loops``)."""
+        return _CallClient(self)
 
     def _new_async_client(self) -> Any:
         http = _sdk(self._async_client_class).DefaultAsyncHttpxClient(
@@ -166,69 +155,76 @@ class SdkClients:
         )
         return self._async_client_class(**self._client_options(), http_client=http)
 
-    def _rehearse(self, server: str, asynchronous: bool) -> None:
-        """Make the calls items make (the async ones if ``asynchronous``) through a copy
-        of this model sent to ``server``, a local fake provider, to warm what a forked
-        child would otherwise run cold (``llm/_rehearsal``)."""
-        from . import _rehearsal
-        from ._retry import RetryPolicy
+    def _twin(self, server: str) -> SdkClients:
+        """A model of agenteval's own class with this one's settings, sent to ``server``
+        with a dummy key and no retries: what a rehearsal calls (``llm/_rehearsal``)."""
+        raise NotImplementedError
 
-        cls = _rehearsal.own_class(self)
-        twin = cls.__new__(cls)
-        twin.__setstate__(self.__getstate__())  # with clients of its own
-        twin._api_key = "sk-agenteval-rehearsal"
-        twin._base_url = server + self._api_path
-        twin._timeout = _rehearsal.TIMEOUT
-        twin._trust_env = False
-        twin._retry = RetryPolicy(max_attempts=1)
-        try:
-            if asynchronous and hasattr(twin, "acomplete"):
-                _run_on_own_loop(twin._arehearsal_calls)
-            else:
-                for _ in range(_rehearsal.ROUNDS):
-                    twin._rehearsal_calls()
-        finally:
-            twin.close()
-
-    def _rehearsal_calls(self) -> None:
-        from ._rehearsal import chat_requests
-
-        complete: Any = getattr(self, "complete")  # noqa: B009 - chat models have it
-        for request in chat_requests():
-            complete(request)
-
-    async def _arehearsal_calls(self) -> None:
-        from ._rehearsal import ROUNDS, chat_requests
-
-        acomplete: Any = getattr(self, "acomplete")  # noqa: B009 - chat models have it
-        for _ in range(ROUNDS):
-            for request in chat_requests():
-                await acomplete(request)
+    def _rehearse(self, asynchronous: bool) -> None:
+        """Make the calls a rehearsal makes (the async ones if ``asynchronous``)."""
+        raise NotImplementedError
 
 
-def _run_on_own_loop(calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """Run ``calls()`` on a loop agenteval owns, as items' async calls run, then close it."""
-    import asyncio
-
-    loop = _loops.own(asyncio.new_event_loop())
-    try:
-        loop.run_until_complete(calls())
-    finally:
-        loop.run_until_complete(_loops.release())
-        loop.close()
+SHARED_CALLS = 64
+"""Calls in flight on one shared async client at most; more calls get more clients. A
+connection pool looks through its connections for each request, so one client for
+hundreds of calls costs more CPU per call than a client each, and the SDKs cap a client
+at 1,000 connections."""
 
 
-_loop_clients: weakref.WeakKeyDictionary[Any, dict[SdkClients, Any]] = weakref.WeakKeyDictionary()
-"""The async clients shared on each loop agenteval runs, by model."""
+@dataclass
+class _Shared:
+    client: Any
+    calls: int = 0
+
+
+_loop_clients: weakref.WeakKeyDictionary[Any, dict[int, tuple[SdkClients, list[_Shared]]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The async clients shared on each loop agenteval runs, by ``id`` of their model (kept
+alive with them, so the id stays its own)."""
+
+
+class _CallClient:
+    """``async with model._async_client() as client``: a shared client, or the call's own."""
+
+    def __init__(self, model: SdkClients) -> None:
+        self._model = model
+        self._shared: _Shared | None = None
+        self._own: Any = None
+
+    async def __aenter__(self) -> Any:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if not _loops.owned(loop):
+            self._own = self._model._new_async_client()
+            return self._own
+        model = self._model
+        pool = _loop_clients.setdefault(loop, {}).setdefault(id(model), (model, []))[1]
+        shared = next((s for s in pool if s.calls < SHARED_CALLS), None)
+        if shared is None:
+            shared = _Shared(model._new_async_client())
+            pool.append(shared)
+        shared.calls += 1
+        self._shared = shared
+        return shared.client
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._shared is not None:
+            self._shared.calls -= 1
+        elif self._own is not None:
+            await self._own.close()
 
 
 async def close_loop_clients() -> None:
     """Close the clients shared on the running loop (``agenteval._loops.release``)."""
     import asyncio
 
-    for client in _loop_clients.pop(asyncio.get_running_loop(), {}).values():
-        with contextlib.suppress(Exception):  # a connection already gone: nothing to close
-            await client.close()
+    for _, pool in _loop_clients.pop(asyncio.get_running_loop(), {}).values():
+        for shared in pool:
+            with contextlib.suppress(Exception):  # a connection already gone: no matter
+                await shared.client.close()
 
 
 def _sdk(client_class: type) -> Any:

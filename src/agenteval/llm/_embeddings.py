@@ -49,7 +49,7 @@ class OpenAIEmbeddings(SdkClients):
         self._client_class = openai.OpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
-    _api_path = "/v1"
+    _sdk_name = "openai"
 
     @property
     def name(self) -> str:
@@ -85,8 +85,24 @@ class OpenAIEmbeddings(SdkClients):
             retries += batch_retries
         return EmbeddingsResult(vectors, usage, retries)
 
-    def _rehearsal_calls(self) -> None:
-        self.embed_with_usage(["a rehearsal", "of an embeddings call"])
+    def _twin(self, server: str) -> OpenAIEmbeddings:
+        from . import _rehearsal
+
+        return OpenAIEmbeddings(
+            self._model,
+            api_key=_rehearsal.KEY,
+            base_url=f"{server}/v1",
+            timeout=_rehearsal.TIMEOUT,
+            retry=RetryPolicy(max_attempts=1),
+        )
+
+    def _rehearse(self, asynchronous: bool) -> None:
+        from ._rehearsal import ROUNDS
+
+        if asynchronous:
+            return  # embeddings have no async path
+        for _ in range(ROUNDS):
+            self.embed_with_usage(["a rehearsal", "of an embeddings call"])
 
     def _embed_batch(self, texts: list[str]) -> tuple[list[list[float]], Usage, int]:
         client = self._clients.get()

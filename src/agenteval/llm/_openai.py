@@ -105,7 +105,7 @@ class OpenAIModel(SdkClients):
         self._async_client_class = openai.AsyncOpenAI
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
-    _api_path = "/v1"
+    _sdk_name = "openai"
 
     @property
     def name(self) -> str:
@@ -135,6 +135,24 @@ class OpenAIModel(SdkClients):
         if self._base_url:
             return f"OpenAIModel({self._model!r}, base_url={self._base_url!r})"
         return f"OpenAIModel({self._model!r})"
+
+    def _twin(self, server: str) -> OpenAIModel:
+        from . import _rehearsal
+
+        return OpenAIModel(
+            self._model,
+            api_key=_rehearsal.KEY,
+            base_url=f"{server}/v1",
+            max_tokens=self._max_tokens,
+            timeout=_rehearsal.TIMEOUT,
+            retry=RetryPolicy(max_attempts=1),
+            structured_output=self._structured_output,
+        )
+
+    def _rehearse(self, asynchronous: bool) -> None:
+        from ._rehearsal import rehearse_chat
+
+        rehearse_chat(self, asynchronous)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the reply, retrying transient errors."""
