@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import warnings
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +13,6 @@ from agenteval import _loops
 from agenteval.llm import AnthropicModel, ModelRequest, OpenAIModel, _client
 from agenteval.testing import FakeProvider
 from agenteval.trajectory._messages import Message
-from cli_support import CliResult
 
 HI = ModelRequest(messages=[Message.user("Hi")])
 
@@ -137,49 +134,3 @@ def test_a_forked_child_does_not_use_the_clients_of_its_parents_loop(
 
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(fake_provider.requests) == 6
-
-
-ASYNC_JUDGED = """
-import os
-from agenteval import BaseEvaluator
-from agenteval.datasets import ArrayDataset
-from agenteval.judges import CorrectnessJudge
-from agenteval.llm import OpenAIModel
-
-class Judged(BaseEvaluator):
-    def set_up(self):
-        self.model = OpenAIModel("g", api_key="sk-test-123456", base_url=os.environ["FAKE_URL"])
-
-    def get_dataset(self):
-        return ArrayDataset([{"id": i, "input": f"q{i}"} for i in range(8)])
-
-    async def run(self, item):
-        return f"Paris ({item['id']})"
-
-    async def evaluate(self, output, item):
-        await self.aassert_that(CorrectnessJudge(self.model, expected="Paris"), output)
-"""
-
-
-@pytest.mark.parametrize("how", [("-c", "1"), ("-c", "4"), ("-c", "4", "--executor", "async")])
-def test_async_judged_runs_pass_and_leave_no_connection_open(
-    how: tuple[str, ...],
-    fake_provider: FakeProvider,
-    cli: Callable[..., CliResult],
-    write: Callable[[str, str], Path],
-) -> None:
-    fake_provider.respond_with(lambda request: {"reasoning": "Same city.", "score": 0.9})
-    write("judged_eval.py", ASYNC_JUDGED)
-
-    result = cli(
-        "run",
-        "judged_eval.py",
-        *how,
-        "--no-cache",
-        env={"FAKE_URL": fake_provider.openai_base_url, "PYTHONWARNINGS": "always"},
-    )
-
-    assert result.code == 0, result
-    assert "8 passed" in result.stdout
-    assert "Warning" not in result.stderr and "Exception ignored" not in result.stderr
-    assert len(fake_provider.requests) == 8

@@ -170,33 +170,46 @@ class Judged(BaseEvaluator):
     def evaluate(self, output, item):
         self.assert_that(CorrectnessJudge(self.model, expected="Paris"), output)
 """
+ASYNC_JUDGED = (
+    JUDGED.replace("    def run", "    async def run")
+    .replace("    def evaluate", "    async def evaluate")
+    .replace("self.assert_that(", "await self.aassert_that(")
+)
 
 
-@pytest.mark.parametrize("isolation", ["item", "worker"])
-def test_judged_items_in_forked_children_count_only_their_own_calls(
-    isolation: str,
+@pytest.mark.parametrize(
+    ("source", "how"),
+    [
+        (JUDGED, ("-c", "3")),
+        (JUDGED, ("-c", "3", "--isolation", "worker")),
+        (ASYNC_JUDGED, ("-c", "1")),
+        (ASYNC_JUDGED, ("-c", "3")),
+        (ASYNC_JUDGED, ("-c", "3", "--executor", "async")),
+    ],
+)
+def test_judged_runs_count_only_the_items_calls_and_leave_nothing_open(
+    source: str,
+    how: tuple[str, ...],
     fake_provider: FakeProvider,
     cli: Callable[..., CliResult],
     write: Callable[[str, str], Path],
     tmp_path: Path,
 ) -> None:
     fake_provider.respond_with(lambda request: {"reasoning": "Same city.", "score": 0.9})
-    write("judged_eval.py", JUDGED)
+    write("judged_eval.py", source)
 
     result = cli(
         "run",
         "judged_eval.py",
-        "-c",
-        "3",
-        "--isolation",
-        isolation,
+        *how,
         "--no-cache",
         "--output-json",
         "report.json",
-        env={"FAKE_URL": fake_provider.openai_base_url},
+        env={"FAKE_URL": fake_provider.openai_base_url, "PYTHONWARNINGS": "always"},
     )
 
     assert result.code == 0, result
+    assert "Warning" not in result.stderr and "Exception ignored" not in result.stderr
     run = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["run"]
     assert run["totals"]["passed"] == 6
     assert len(fake_provider.requests) == 6  # the rehearsal went to a server of its own
