@@ -223,3 +223,22 @@ def _environ() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "HTTP"))}
+
+
+@pytest.mark.parametrize(("budget", "calls"), [(60.0, 3 * 4), (0.0, 4)])
+def test_a_rehearsal_stops_starting_rounds_once_its_time_is_up(
+    budget: float, calls: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[ModelRequest] = []
+    complete = OpenAIModel.complete
+
+    def counting(self: OpenAIModel, request: ModelRequest) -> ModelResponse:
+        made.append(request)
+        return complete(self, request)
+
+    monkeypatch.setattr(_rehearsal, "_rehearsed", set())
+    monkeypatch.setattr(_rehearsal, "BUDGET", budget)
+    monkeypatch.setattr(OpenAIModel, "complete", counting)
+
+    assert _rehearsal.rehearse([OpenAIModel("g", api_key="sk-test")]) == {"OpenAIModel": None}
+    assert len(made) == calls

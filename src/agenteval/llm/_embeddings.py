@@ -97,11 +97,11 @@ class OpenAIEmbeddings(SdkClients):
         )
 
     def _rehearse(self, asynchronous: bool) -> None:
-        from ._rehearsal import ROUNDS
+        from ._rehearsal import rounds
 
         if asynchronous:
             return  # embeddings have no async path
-        for _ in range(ROUNDS):
+        for _ in rounds():
             self.embed_with_usage(["a rehearsal", "of an embeddings call"])
 
     def _embed_batch(self, texts: list[str]) -> tuple[list[list[float]], Usage, int]:

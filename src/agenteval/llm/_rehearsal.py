@@ -24,8 +24,9 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 import types
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,9 @@ ROUNDS = 3
 
 TIMEOUT = 2.0
 """Seconds a rehearsal call may take (the local server answers in milliseconds)."""
+
+BUDGET = 3.0
+"""Seconds after which a model's rehearsal starts no further round (a machine under load)."""
 
 KEY = "sk-agenteval-rehearsal"
 """The API key a rehearsal sends (to the local fake provider only)."""
@@ -194,15 +198,24 @@ def rehearse_chat(model: Any, asynchronous: bool) -> None:
     if asynchronous:
         _run_on_own_loop(lambda: _arehearse_chat(model))
         return
-    for _ in range(ROUNDS):
+    for _ in rounds():
         for request in chat_requests():
             model.complete(request)
 
 
 async def _arehearse_chat(model: Any) -> None:
-    for _ in range(ROUNDS):
+    for _ in rounds():
         for request in chat_requests():
             await model.acomplete(request)
+
+
+def rounds() -> Iterator[int]:
+    """:data:`ROUNDS` rounds, fewer once :data:`BUDGET` seconds have gone."""
+    end = time.monotonic() + BUDGET
+    for i in range(ROUNDS):
+        if i and time.monotonic() > end:
+            return
+        yield i
 
 
 def _run_on_own_loop(calls: Callable[[], Coroutine[Any, Any, None]]) -> None:
