@@ -161,14 +161,26 @@ def ensure_pydantic_evals(create: bool = True) -> Path | None:
     project's own environment. Returns None when the env is missing and ``create`` is off.
     """
     python = env_python(PYDANTIC_ENV)
-    if python.exists() and _has_module(python, "pydantic_evals"):
+    if python.exists() and all(_has_module(python, m) for m in ("pydantic_evals", "openai")):
         return python
     if not create:
         return None
-    print(f"creating {PYDANTIC_ENV.relative_to(BENCH.parent)} with pydantic-evals ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(PYDANTIC_ENV)], check=True)
+    print(
+        f"setting up {PYDANTIC_ENV.relative_to(BENCH.parent)} with pydantic-evals ...", flush=True
+    )
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PYDANTIC_ENV)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "pydantic-evals"],
+        # the openai extra: parallel.py (e) grades with LLMJudge over pydantic-ai's OpenAI model
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "pydantic-evals",
+            "pydantic-ai-slim[openai]",
+        ],
         check=True,
     )
     return python

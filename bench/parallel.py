@@ -15,6 +15,10 @@
     ``max_concurrency=8``.
 (d) context: what one fork() + child exit + waitpid costs on this machine, for a bare
     interpreter, one that imported agenteval, and one holding 200 MB more.
+(e) LLM-judged items: 200 items whose ``evaluate`` asks ``CorrectnessJudge`` over the
+    ``openai`` SDK, ``-c 50``, against a fake provider in its own process that answers in
+    0.5 s (``workloads/judge_server.py``): a process per item, workers and the async
+    executor, against pydantic-evals grading the same items with ``LLMJudge``. No goal.
 
 Efficiency = ideal / actual wall time, ideal = ceil(items / concurrency) x 0.1 s. Each figure
 is given twice: for the whole process (start-up, imports, discovery, report included) and
@@ -154,7 +158,9 @@ class Bench:
         loop_s = float(m.json_line()["loop_s"])
         return Sample(m.wall_s, loop_s, loop_s, m.peak_rss_mb, m.cpu_s, m.faults)
 
-    def pydantic(self, mode: str, n: int, concurrency: int, tag: str) -> Sample:
+    def pydantic(
+        self, mode: str, n: int, concurrency: int, tag: str, env: dict[str, str] | None = None
+    ) -> Sample:
         assert self.competitor is not None
         report = self.work / f"pydantic-{tag}.json"
         m = measure(
@@ -167,6 +173,7 @@ class Bench:
                 str(report),
             ],
             cwd=self.work,
+            env=env,
         )
         info = m.json_line()
         if info["cases"] != n or info["failed"] or info["errors"]:
@@ -467,6 +474,11 @@ def main() -> None:
                     judged,
                 ),
             }
+            if competitor is not None:
+                runners["pydantic-evals (LLMJudge, async task)"] = lambda tag: bench.pydantic(
+                    "judge", n_judged, c_judged, tag, judge_env
+                )
+                bench.pydantic("judge", 4, 4, "warm-e", judge_env)
             bench.agenteval("judge_eval.py", 4, 4, "fork", "warm-e", judge_env, judged)
             text, _ = efficiency_table(
                 interleaved(runners, repeats), ideal, "items-only s", n_judged

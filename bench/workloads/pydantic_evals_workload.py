@@ -5,7 +5,9 @@ Usage: ``python pydantic_evals_workload.py MODE N CONCURRENCY REPORT.json`` with
 * ``instant`` — a sync task that returns the input at once;
 * ``instant-async`` — the same as an ``async def`` task (pydantic-evals' fast path);
 * ``sleep`` — a sync task that ``time.sleep(0.1)``\\ s (run in anyio worker threads);
-* ``asleep`` — an async task that ``await asyncio.sleep(0.1)``\\ s.
+* ``asleep`` — an async task that ``await asyncio.sleep(0.1)``\\ s;
+* ``judge`` — ``judge_eval.py``'s items: an async task that answers at once, graded by an
+  ``LLMJudge`` at the fake provider ``BENCH_JUDGE_URL`` (needs ``pydantic-ai-slim[openai]``).
 
 Every case gets the three checks of ``instant_eval.py`` as dataset-level evaluators, the
 report is written to REPORT.json, and one JSON line with in-process timings is printed.
@@ -70,24 +72,59 @@ async def asleep(inputs: str) -> str:
     return inputs
 
 
-TASKS = {"instant": echo, "instant-async": aecho, "sleep": sleep, "asleep": asleep}
+async def answer(inputs: str) -> str:
+    return f"Paris ({inputs})"
+
+
+TASKS = {
+    "instant": echo,
+    "instant-async": aecho,
+    "sleep": sleep,
+    "asleep": asleep,
+    "judge": answer,
+}
+
+
+def judged_dataset(n: int) -> Dataset[str, str, dict[str, Any]]:
+    """``judge_eval.py``'s items: an ``LLMJudge`` over pydantic-ai's OpenAI model, pointed at
+    the fake provider ``BENCH_JUDGE_URL`` (``judge_server.py``)."""
+    import os
+
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_evals.evaluators import LLMJudge
+
+    provider = OpenAIProvider(base_url=os.environ["BENCH_JUDGE_URL"], api_key="sk-bench")
+    judge = LLMJudge(
+        rubric="The answer names Paris as the capital of France.",
+        model=OpenAIChatModel("gpt-4o-mini", provider=provider),
+    )
+    return Dataset[str, str, dict[str, Any]](
+        name="judged",
+        cases=[Case(name=str(i), inputs=f"Capital of France? ({i})") for i in range(n)],
+        evaluators=[judge],
+    )
 
 
 def main() -> None:
     mode, n, concurrency, report_path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     t0 = time.perf_counter()
-    dataset = Dataset[str, str, dict[str, Any]](
-        name="bench",
-        cases=[
-            Case(
-                name=str(i),
-                inputs=f"Hello, I need help with my order #{i}",
-                expected_output="order",
-                metadata={"prefix": "Hello"},
-            )
-            for i in range(n)
-        ],
-        evaluators=[ContainsReference(), StartsWithPrefix(), LengthBetween()],
+    dataset = (
+        judged_dataset(n)
+        if mode == "judge"
+        else Dataset[str, str, dict[str, Any]](
+            name="bench",
+            cases=[
+                Case(
+                    name=str(i),
+                    inputs=f"Hello, I need help with my order #{i}",
+                    expected_output="order",
+                    metadata={"prefix": "Hello"},
+                )
+                for i in range(n)
+            ],
+            evaluators=[ContainsReference(), StartsWithPrefix(), LengthBetween()],
+        )
     )
     t1 = time.perf_counter()
     report = dataset.evaluate_sync(TASKS[mode], max_concurrency=concurrency, progress=False)
@@ -95,7 +132,11 @@ def main() -> None:
     with open(report_path, "wb") as fh:
         fh.write(EvaluationReportAdapter.dump_json(report))
     t3 = time.perf_counter()
-    failed = sum(1 for case in report.cases if not all(a.value for a in case.assertions.values()))
+    failed = sum(
+        1
+        for case in report.cases
+        if not case.assertions or not all(a.value for a in case.assertions.values())
+    )
     print(
         json.dumps(
             {
