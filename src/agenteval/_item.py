@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 import sys
 import time
@@ -35,7 +34,7 @@ from ._results import (
     item_status,
     mean_score,
 )
-from ._serialize import json_size, to_jsonable
+from ._serialize import json_size, shrink, to_jsonable
 from ._usage import ZERO_USAGE, Usage
 
 if TYPE_CHECKING:
@@ -397,9 +396,7 @@ def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, 
     if max_output_bytes is not None and not isinstance(output, (int, float, bool)):
         size = json_size(output)
         if size > max_output_bytes:
-            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-            kept = text.encode("utf-8", "surrogatepass")[:max_output_bytes]
-            return kept.decode("utf-8", "ignore"), True, size, spent
+            return shrink(output, max_output_bytes), True, size, spent
     return output, False, None, spent
 
 

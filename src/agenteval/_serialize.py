@@ -113,6 +113,77 @@ def _key(key: object) -> str:
 def json_size(value: Any) -> int:
     """Bytes of ``value`` (already JSON-safe) as compact UTF-8 JSON."""
     if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass")) + 2
+        return len(value.encode("utf-8", "surrogatepass")) + 2  # a lone surrogate counts
+    return _size(value)
+
+
+def shrink(value: Any, limit: int) -> Any:
+    """``value`` (JSON-safe, larger than ``limit`` by :func:`json_size`) cut down to at
+    most ``limit`` bytes, staying the kind of value it was: text keeps its start, a list
+    its first elements and an object its first keys, the last of them cut down in turn.
+    Nothing is made up: an element of which nothing fits is left out. (Under two bytes,
+    ``""``, ``[]`` or ``{}`` is what is left.)"""
+    if isinstance(value, str):  # counted as json_size counts it: its UTF-8 and two quotes
+        return value.encode("utf-8", "surrogatepass")[: max(0, limit - 2)].decode("utf-8", "ignore")
+    kept = _fit(value, limit, measured=True)
+    return type(value)() if kept is _NOTHING else kept
+
+
+_NOTHING = object()
+
+
+def _size(value: Any) -> int:
+    """Exactly :func:`json_size`'s compact JSON, escapes included, for text as well."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return len(text.encode("utf-8", "surrogatepass"))  # a lone surrogate counts, not fails
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _longest(count: int, size: Any, budget: int) -> int:
+    """The largest ``n`` in ``0..count`` with ``size(n) <= budget``, given ``size(0)`` fits
+    and grows with ``n``: sizes grow about in proportion, so guesses interpolate (every
+    other one halves, so that odd sizes cost no more than a binary search)."""
+    low, high = 0, count + 1  # size(low) fits, size(high) does not (or is past the end)
+    low_size, high_size = size(0), None
+    halve = False
+    while high - low > 1:
+        if halve or high_size is None or high_size <= low_size:
+            guess = (low + high) // 2
+        else:
+            guess = low + (budget - low_size) * (high - low) // (high_size - low_size)
+            guess = min(max(guess, low + 1), high - 1)
+        halve = not halve
+        measured = size(guess)
+        if measured <= budget:
+            low, low_size = guess, measured
+        else:
+            high, high_size = guess, measured
+    return low
+
+
+def _fit(value: Any, budget: int, *, measured: bool = False) -> Any:
+    """As much of ``value`` as fits in ``budget`` bytes of compact JSON, or ``_NOTHING``
+    (``measured``: it is known not to fit whole)."""
+    if not measured and _size(value) <= budget:
+        return value
+    if budget < 2 or not isinstance(value, (str, list, dict)):
+        return _NOTHING  # a number, say, is kept whole or not at all
+    if isinstance(value, str):
+        return value[: _longest(len(value), lambda n: _size(value[:n]), budget)]
+    pairs = list(value.items()) if isinstance(value, dict) else value
+    build: Any = dict if isinstance(value, dict) else list
+    # the whole elements that fit (not all of them: the value does not), then as much of
+    # the next one as the room left holds; an element takes 2 bytes at least, with a comma
+    most = min(len(pairs) - 1, budget // 2)
+    whole = _longest(most, lambda n: _size(build(pairs[:n])), budget)
+    kept = build(pairs[:whole])
+    room = budget - _size(kept) - (1 if whole else 0)  # a comma before the next
+    if isinstance(value, dict):
+        key, rest = pairs[whole]
+        part = _fit(rest, room - _size(key) - 1)  # its key and a colon
+        if part is not _NOTHING and part not in ("", [], {}):
+            kept[key] = part
+    else:
+        part = _fit(pairs[whole], room)
+        if part is not _NOTHING and part not in ("", [], {}):
+            kept.append(part)
+    return kept

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from agenteval._serialize import json_size
+
 OUTPUT_EVALUATOR = """
 import os
 import socket
@@ -31,7 +33,7 @@ class Huge(Assertion):
         return AssertionResult.pass_() if actual > 10**4000 else AssertionResult.fail()
 
 
-KINDS = ("lambda", "socket", "big", "small", "chatty", "noisy", "huge-int")
+KINDS = ("lambda", "socket", "big", "big-dict", "small", "chatty", "noisy", "huge-int")
 
 
 class Output(BaseEvaluator):
@@ -46,6 +48,8 @@ class Output(BaseEvaluator):
             return socket.socket()
         if kind == "big":
             return "é" * 3000
+        if kind == "big-dict":
+            return {"answer": "é" * 3000, "sources": ["a.md", "b.md"]}
         if kind == "chatty":
             print("printed by chatty")
             sys.stderr.write("warned by chatty\\n")
@@ -65,6 +69,8 @@ class Output(BaseEvaluator):
             output.close()
         elif kind == "big":
             self.assert_that(StringStartsWith("é"), output)
+        elif kind == "big-dict":
+            self.assert_that(StringStartsWith("é"), output["answer"])
         elif kind == "huge-int":
             self.assert_that(Huge(), output)
         else:
@@ -93,7 +99,7 @@ def output_run(cli_factory: Any) -> Any:
 def test_fork_output_run_passes(output_run: Any) -> None:
     assert output_run.result.returncode == 0, output_run.result.stdout
     assert {k: i["status"] for k, i in output_run.items.items()} == dict.fromkeys(
-        ("lambda", "socket", "big", "small", "chatty", "noisy", "huge-int"), "passed"
+        ("lambda", "socket", "big", "big-dict", "small", "chatty", "noisy", "huge-int"), "passed"
     )
     # (the report parsed: json refuses numbers of over 4,300 digits)
     assert output_run.items["huge-int"]["output"] == {
@@ -118,12 +124,21 @@ def test_fork_unserializable_output_keeps_assertions(
 def test_fork_output_above_limit_is_truncated(output_run: Any) -> None:
     big, small = output_run.items["big"], output_run.items["small"]
     assert (big["truncated"], big["original_size"]) == (True, 6002)
-    assert big["output"] == "é" * 500  # 1000 bytes of 2-byte characters
+    assert big["output"] == "é" * 499  # 998 bytes of 2-byte characters, and 2 quotes
     assert (small["output"], small["truncated"], small["original_size"]) == (
         "small",
         False,
         None,
     )
+
+
+def test_fork_output_above_limit_keeps_its_shape(output_run: Any) -> None:
+    item = output_run.items["big-dict"]
+    whole = {"answer": "é" * 3000, "sources": ["a.md", "b.md"]}
+    assert (item["truncated"], item["original_size"]) == (True, json_size(whole))
+    # an object is still an object: its first key, cut to what fits in 1,000 bytes
+    assert list(item["output"]) == ["answer"]
+    assert item["output"]["answer"] == "é" * 493  # {"answer":"…"} is 13 bytes more
 
 
 def test_fork_child_output_is_captured_per_item(output_run: Any) -> None:
