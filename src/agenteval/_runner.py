@@ -267,6 +267,7 @@ class _Run:
         self.redact = redact
         self.stop = stop
         self.forks = forks  # items run in forked children: prepare what they would each do
+        self.notices: list[str] = []  # for the report: what preparing them found
         self.summaries: list[EvaluatorSummary] = []
         self._next_output = 0
 
@@ -319,7 +320,7 @@ class _Run:
             clients = sys.modules.get("agenteval.llm._client")
             if clients is not None:  # models were built: rehearse their calls here
                 cls = state.spec.cls
-                clients.warm_for_fork(is_async(cls.run) or is_async(cls.evaluate))
+                self.notices += clients.warm_for_fork(is_async(cls.run) or is_async(cls.evaluate))
         state.ready = True
         return instance
 
@@ -885,7 +886,7 @@ def run_evaluations(
             if stop.requested or hard:
                 run.close_unfinished(hard=hard)
             interrupted = stop.requested
-            notices.extend(chosen.notices)
+            notices.extend([*run.notices, *chosen.notices])
             if run.journal_error:
                 notices.append(run.journal_error)
             notices.extend(

@@ -77,6 +77,58 @@ def test_a_rehearsal_that_fails_leaves_the_run_alone(monkeypatch: pytest.MonkeyP
     assert _rehearsal.rehearse([model]) == {}  # tried once: each fork run does not pay again
 
 
+def test_a_failed_rehearsal_is_a_notice_of_the_run(
+    cli: Callable[..., CliResult], write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    write(
+        "boot.py",
+        """
+        from agenteval.llm import OpenAIModel
+
+        def broken(self, asynchronous):
+            raise RuntimeError("no rehearsal today")
+
+        OpenAIModel._rehearse = broken
+        """,
+    )
+    write(
+        "modelled_eval.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+        from agenteval.llm import OpenAIModel
+
+        class Modelled(BaseEvaluator):
+            def set_up(self):
+                self.model = OpenAIModel("g", api_key="sk-test", base_url="http://127.0.0.1:9")
+
+            def get_dataset(self):
+                return [{"id": i} for i in range(3)]
+
+            def run(self, item):
+                return "ok"
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("ok"), output)
+        """,
+    )
+
+    result = cli(
+        "run", "modelled_eval.py", "-c", "2", "--bootstrap", "boot.py", "--output-json", "r.json"
+    )
+
+    assert result.code == 0, result  # the items are not affected
+    notice = (
+        "the rehearsal of OpenAIModel's calls before forking failed "
+        "(RuntimeError: no rehearsal today)"
+    )
+    assert notice in result.stdout.replace("\n", " ")
+    run = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["run"]
+    assert [n for n in run["notices"] if n.startswith(notice)]
+    # sequentially there is nothing to rehearse, and nothing to say
+    assert "rehearsal" not in cli("run", "modelled_eval.py", "--bootstrap", "boot.py").stdout
+
+
 def test_without_a_local_server_there_is_no_rehearsal_and_no_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

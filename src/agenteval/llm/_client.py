@@ -87,15 +87,24 @@ class ForkSafeClient(Generic[C]):
 _ALL: weakref.WeakSet[ForkSafeClient[Any]] = weakref.WeakSet()
 
 
-def warm_for_fork(asynchronous: bool = False) -> None:
+def warm_for_fork(asynchronous: bool = False) -> list[str]:
     """Before items are forked: rehearse here the calls the items' models will make (the
     async ones for an async evaluator; ``llm/_rehearsal``), so that every child inherits
     what the SDK loads, caches and builds on its first calls instead of doing it all
-    again. The children still build clients of their own (``ForkSafeClient``)."""
-    from ._rehearsal import rehearse
+    again. The children still build clients of their own (``ForkSafeClient``).
+
+    Returns a notice for each model class whose rehearsal failed."""
+    from ._rehearsal import Failure, rehearse
 
     models = [getattr(clients.factory, "__self__", None) for clients in list(_ALL)]
-    rehearse([model for model in models if isinstance(model, SdkClients)], asynchronous)
+    outcome = rehearse([model for model in models if isinstance(model, SdkClients)], asynchronous)
+    return [
+        f"the rehearsal of {name}'s calls before forking failed ({why}): each item's "
+        f"process makes its first model call cold, which costs it more CPU (results are "
+        f"not affected; AGENTEVAL_REHEARSAL=0 turns rehearsals off)"
+        for name, why in outcome.items()
+        if isinstance(why, Failure)
+    ]
 
 
 class SdkClients:

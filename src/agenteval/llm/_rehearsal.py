@@ -153,8 +153,12 @@ def _rehearse_one(
     return None
 
 
-def _failure(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {exc}"
+class Failure(str):
+    """Why a rehearsal failed (the other reasons are choices: turned off, a tracer)."""
+
+
+def _failure(exc: Exception) -> Failure:
+    return Failure(f"{type(exc).__name__}: {exc}")
 
 
 def _reason_not_to(todo: dict[type[SdkClients], tuple[SdkClients, list[bool]]]) -> str | None:
