@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from cli_support import CliResult
 
 Cli = Callable[..., CliResult]
@@ -109,6 +111,49 @@ def test_cli_run_error_exits_2_and_keeps_earlier_assertions(
     assert [a["name"] for a in item["assertions"]] == ["StringContains"]
     assert item["error"]["stage"] == "evaluate"
     assert "judge unavailable" in item["error"]["traceback"]
+
+
+RECORDING_EVALUATOR = """
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Ran(BaseEvaluator):
+    def get_dataset(self):
+        return [{"input": "x"}]
+
+    def run(self, item):
+        Path("ran").write_text("yes")
+        return "x"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("x"), output)
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        (
+            "reports",
+            "--output-json: reports is a folder: give a file's path, e.g. reports/results.json",
+        ),
+        ("notes.txt/out.json", "is a file, not a folder"),
+    ],
+)
+def test_cli_output_json_that_cannot_be_written_is_refused_before_the_run(
+    cli: Cli, write: Write, tmp_path: Path, target: str, problem: str
+) -> None:
+    write("evaluators/ran.py", RECORDING_EVALUATOR)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "notes.txt").write_text("mine")
+    result = cli("run", "--output-json", target)
+    assert result.code == 2, result
+    assert problem in result.stderr and result.stderr.count("\n") == 1
+    assert not (tmp_path / "ran").exists()  # refused before anything ran
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_cli_bad_dataset_exits_2_with_message(cli: Cli, write: Write) -> None:

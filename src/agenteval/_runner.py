@@ -778,11 +778,12 @@ def run_evaluations(
     """
     if concurrency < 1:
         raise UsageError(f"--concurrency must be at least 1, got {concurrency}")
+    # (written so that NaN, which every comparison refuses, is refused too)
     if not 0.0 <= min_success_rate <= 1.0:
         raise UsageError(f"--min-success-rate must be between 0 and 1, got {min_success_rate}")
-    if grace < 0:
+    if not grace >= 0:
         raise UsageError(f"--grace must be 0 or more seconds, got {grace}")
-    if timeout is not None and timeout <= 0:
+    if timeout is not None and not timeout > 0:
         raise UsageError(f"--timeout must be positive, got {timeout}")
     if resume and retry_errors:
         raise UsageError("use either --resume or --retry-errors, not both")

@@ -120,6 +120,8 @@ def outcomes(cli_factory: Any) -> dict[str, Any]:
     }
     jobs["unknown-executor"] = (run_usage, "verdict.py", "--executor", "threads")
     jobs["missing-path"] = (run_usage, "nowhere.py")
+    jobs["nan-timeout"] = (run_usage, "verdict.py", "--timeout", "nan")
+    jobs["nan-grace"] = (run_usage, "verdict.py", "--grace", "nan")
     jobs["duplicate-ids"] = (run_duplicate_ids,)
     jobs["driver-failure"] = (run_driver_failure,)
     with ThreadPoolExecutor(6) as pool:
@@ -140,6 +142,20 @@ def test_exit_code_2_for_unknown_executor(outcomes: dict[str, Any]) -> None:
     assert result.stderr == (
         "agenteval: error: --executor must be one of auto, inline, fork, async; got 'threads'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("nan-timeout", "--timeout must be positive, got nan"),  # not: no timeout at all
+        ("nan-grace", "--grace must be 0 or more seconds, got nan"),
+    ],
+)
+def test_exit_code_2_for_a_number_that_is_not_one(
+    outcomes: dict[str, Any], case: str, message: str
+) -> None:
+    result = outcomes[case].result()
+    assert (result.returncode, result.stderr) == (2, f"agenteval: error: {message}\n")
 
 
 def test_exit_code_2_for_missing_path(outcomes: dict[str, Any]) -> None:

@@ -86,3 +86,29 @@ def test_json_output_summary_keys(tmp_path: Path) -> None:
 def test_json_output_is_atomic_and_leaves_no_temp_file(tmp_path: Path) -> None:
     _run(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_json_output_through_a_symlink_writes_where_it_points(tmp_path: Path) -> None:
+    (tmp_path / "reports").mkdir()
+    link = tmp_path / "results.json"
+    link.symlink_to(tmp_path / "reports" / "latest.json")  # dangling until the first run
+    for _ in range(2):
+        run_evaluations([MixedEvaluator], outputs=[JsonOutput(link)], journal=False)
+        assert link.is_symlink()
+        assert json.loads((tmp_path / "reports" / "latest.json").read_text())["schema_version"]
+
+
+def test_json_output_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    run_evaluations([MixedEvaluator], outputs=[JsonOutput(fifo)], journal=False)
+    reader.join(10)
+    assert json.loads(received[0])["schema_version"] == 1
+    assert fifo.is_fifo()  # not replaced by a regular file (as /dev/stdout must not be)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo"]

@@ -158,7 +158,10 @@ def run(
     from .._item import HardStop
     from .._runner import EXIT_SIGNAL, run_evaluations
     from ..outputs import JsonOutput
+    from ..outputs._json import unwritable
 
+    if output_json and (problem := unwritable(output_json)):
+        raise _fail(f"--output-json: {problem}")
     if executor not in ("auto", "inline", "fork", "async"):
         raise _fail(f"--executor must be one of auto, inline, fork, async; got {executor!r}")
     if isolation not in ("item", "worker"):

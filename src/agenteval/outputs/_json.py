@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import IO
 
@@ -47,8 +48,14 @@ class JsonOutput(OutputDriver):
         """Nothing per evaluator: the document is written once the run's verdict is known."""
 
     def finish_run(self, run: RunSummary) -> None:
-        """Write the document through a temporary file and a rename."""
-        target = self._target
+        """Write the document through a temporary file and a rename (to where a symlink
+        points, if it is one), or straight into what is not a regular file (``/dev/stdout``,
+        a pipe), which a rename would replace."""
+        if _kind(self._target) == "special":
+            with open(self._target, "w", encoding="utf-8") as fh:
+                write_document(run, fh)
+            return
+        target = Path(os.path.realpath(self._target))
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
@@ -60,6 +67,39 @@ class JsonOutput(OutputDriver):
         finally:
             if tmp.exists():
                 tmp.unlink()
+
+
+def unwritable(path: str | Path) -> str | None:
+    """Why a report could not be written at ``path``, found before a run rather than after
+    it; ``None`` when nothing stands in the way."""
+    import tempfile
+
+    kind = _kind(path)
+    if kind == "folder":
+        return f"{path} is a folder: give a file's path, e.g. {Path(path) / 'results.json'}"
+    if kind == "special":
+        return None  # /dev/stdout, a pipe: written straight into
+    folder = Path(os.path.realpath(path)).parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{path} cannot be written: {folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"{path} cannot be written: no new file can be made in {folder} ({exc.strerror})"
+    return None
+
+
+def _kind(path: str | Path) -> str:
+    """What is at ``path``, following symlinks: "missing", "file", "folder" or "special"
+    (a device, a pipe, ``/dev/stdout``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # nothing there yet (or a symlink to nothing: made where it points)
+        return "missing"
+    return "folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "special"
 
 
 def _run_header(run: RunSummary) -> dict[str, object]:
