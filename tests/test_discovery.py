@@ -95,6 +95,42 @@ def test_discover_ignores_imported_and_abstract_classes(
     assert [s.id for s in specs] == ["evals/base_and_child.py::Child"]
 
 
+def test_discover_finds_evaluators_built_on_a_base_class_in_a_helper_file(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        "evals/_bases.py",
+        """
+        import agenteval
+
+        class SupportBase(agenteval.BaseEvaluator):
+            __abstract__ = True
+
+            def get_dataset(self):
+                return [{"x": 1}]
+
+            def run(self, item):
+                return item
+
+        class JudgedBase(
+            SupportBase,
+        ):
+            __abstract__ = True
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    write(
+        "evals/refunds.py",
+        "from _bases import JudgedBase\n\nclass Refunds(JudgedBase):\n    pass\n",
+    )
+    write("evals/notes.py", "raise RuntimeError('never imported: no evaluator class named')\n")
+    write("evals/SupportBase_notes.txt", "not Python")
+    assert [s.id for s in discover(["evals"])] == ["evals/refunds.py::Refunds"]
+
+
 def test_discover_lets_evaluators_import_siblings(
     write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

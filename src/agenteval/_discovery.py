@@ -45,13 +45,18 @@ def _display_path(path: Path, root: Path) -> str:
         return path.resolve().as_posix()
 
 
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
+
+
 def _candidate_files(folder: Path) -> list[Path]:
-    found: list[Path] = []
+    """The files of ``folder`` to import: those that mention ``BaseEvaluator``, or a class
+    that, by the folder's sources, derives from it (a base of yours in a helper file)."""
+    texts: dict[Path, str] = {}
     for path in sorted(folder.rglob("*.py")):
         rel = path.relative_to(folder).parts
         if any(p.startswith(".") or p in _SKIP_DIRS for p in rel[:-1]):
             continue
-        if path.name.startswith("_") or any(
+        if any(
             (folder / Path(*rel[:i])).joinpath("pyvenv.cfg").exists() for i in range(1, len(rel))
         ):
             continue
@@ -59,12 +64,29 @@ def _candidate_files(folder: Path) -> list[Path]:
             # a pipe would never end a read
             raise DiscoveryError(f"Could not read {path}: not a regular file (a pipe or device)")
         try:
-            text = path.read_text(encoding="utf-8-sig", errors="replace")
+            texts[path] = path.read_text(encoding="utf-8-sig", errors="replace")
         except OSError as exc:
             raise DiscoveryError(f"Could not read {path}: {exc.strerror or exc}") from None
-        if "BaseEvaluator" in text:
-            found.append(path)
-    return found
+    names = _evaluator_class_names(texts.values())
+    mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    return [
+        path
+        for path, text in texts.items()
+        if not path.name.startswith("_") and mentions.search(text)
+    ]
+
+
+def _evaluator_class_names(texts: Iterable[str]) -> set[str]:
+    """``BaseEvaluator`` and the classes these sources derive from it, directly or not."""
+    bases = [
+        (name, {base.split("=")[-1].strip().rsplit(".", 1)[-1] for base in listed.split(",")})
+        for text in texts
+        for name, listed in _CLASS.findall(text)
+    ]
+    names = {"BaseEvaluator"}
+    while grown := {name for name, of in bases if of & names and name not in names}:
+        names |= grown
+    return names
 
 
 def _import_file(path: Path, shown: str, root: Path) -> object:
