@@ -432,6 +432,73 @@ def test_cli_config_errors_exit_2(cli: Cli, write: Write, tmp_path: Path) -> Non
     )
 
 
+DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
+
+
+@pytest.mark.parametrize(
+    ("option", "source", "error"),
+    [
+        ("--config", None, "Config file 'conf' is a folder: give --config a Python file"),
+        ("--bootstrap", None, "Bootstrap file 'conf' is a folder: give --bootstrap a Python file"),
+        (
+            "--bootstrap",
+            "import os\nos._exit(0)\n",
+            "Bootstrap file 'conf.py':2 called os._exit(0): it must not end the process; raise "
+            "an exception to report a problem",
+        ),
+        ("--config", "x = 1\0\n", "SyntaxError: source code string cannot contain null bytes"),
+        (
+            "--config",
+            DRIVERS + "outputs = [JsonOutput('r.json')]\n",
+            "conf.py: 'outputs' is not a setting: did you mean 'output'? (a config file sets "
+            "'output' and 'prices'; give a helper of yours a leading '_')",
+        ),
+        ("--config", "Prices = {}\n", "'Prices' is not a setting: did you mean 'prices'?"),
+        ("--config", "prices = []\n", "conf.py: prices must be a dict of model name -> "),
+        ("--config", "prices = {1: {}}\n", "conf.py: prices[1]: a model's name must be text"),
+        (
+            "--config",
+            DRIVERS + "class Quiet(OutputDriver):\n    pass\noutput = [Quiet]\n",
+            "conf.py: output[0]: Quiet does not implement output(summary), which every driver must",
+        ),
+        (
+            "--config",
+            DRIVERS + "class Boom(OutputDriver):\n    def __init__(self):\n"
+            "        raise RuntimeError('cannot connect')\noutput = [Boom]\n",
+            "conf.py: output[0]: Boom() raised RuntimeError: cannot connect\n",  # no hint
+        ),
+    ],
+)
+def test_cli_config_and_bootstrap_mistakes_are_one_line_before_the_run(
+    cli: Cli, write: Write, tmp_path: Path, option: str, source: str | None, error: str
+) -> None:
+    write("evaluators/ran.py", RECORDING_EVALUATOR)
+    if source is None:
+        (tmp_path / "conf").mkdir()
+    else:
+        (tmp_path / "conf.py").write_text(source, encoding="utf-8")
+    result = cli("run", option, "conf" if source is None else "conf.py")
+    assert result.code == 2, result
+    assert error in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write) -> None:
+    write("evaluators/ran.py", RECORDING_EVALUATOR)
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleOutput, JsonOutput
+        outputs = [JsonOutput("r.json")]  # a helper: output is set as well
+        output = [ConsoleOutput(), *outputs]
+        def price(model):
+            return 0
+        prices = None  # no price table
+        """,
+    )
+    assert cli("run").code == 0
+
+
 def test_cli_config_outputs_are_used(cli: Cli, write: Write, tmp_path: Path) -> None:
     write("evaluators/echo.py", PASSING)
     write(

@@ -40,10 +40,19 @@ def _line_in(exc: BaseException, path: Path) -> str:
 
 
 def _run_file(path: Path, role: str, run_name: str) -> dict[str, Any]:
+    from ._item import ProcessExit, guarding_exit
+
     try:
-        return runpy.run_path(str(path), run_name=run_name)
+        with guarding_exit():
+            return runpy.run_path(str(path), run_name=run_name)
     except SyntaxError as exc:
-        raise ConfigError(f"{role} {str(path)!r}:{exc.lineno}: SyntaxError: {exc.msg}") from None
+        line = f":{exc.lineno}" if exc.lineno else ""
+        raise ConfigError(f"{role} {str(path)!r}{line}: SyntaxError: {exc.msg}") from None
+    except ProcessExit as exc:
+        raise ConfigError(
+            f"{role} {str(path)!r}{_line_in(exc, path)} called os._exit({exc.status}): it must "
+            f"not end the process; raise an exception to report a problem"
+        ) from None
     except SystemExit as exc:
         raise ConfigError(
             f"{role} {str(path)!r} called sys.exit({exc.code!r}): it must not exit; "
@@ -57,29 +66,50 @@ def _run_file(path: Path, role: str, run_name: str) -> dict[str, Any]:
 
 def run_bootstrap(path: str | Path) -> None:
     """Run a bootstrap file before discovery (env vars, framework setup, paths)."""
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(
-            f"Bootstrap file {str(path)!r} does not exist: check the --bootstrap path"
-        )
+    file = _existing(path, "Bootstrap file", "--bootstrap")
     _run_file(file, "Bootstrap file", "__agenteval_bootstrap__")
+
+
+def _existing(path: str | Path, role: str, option: str) -> Path:
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigError(f"{role} {str(path)!r} is a folder: give {option} a Python file")
+    if not file.is_file():
+        raise ConfigError(f"{role} {str(path)!r} does not exist: check the {option} path")
+    return file
 
 
 def _driver(entry: Any, where: str) -> OutputDriver:
     if isinstance(entry, OutputDriver):
-        return entry
+        return _complete(entry, where)
     if isinstance(entry, type) and issubclass(entry, OutputDriver):
         try:
-            return entry()
+            return _complete(entry(), where)
+        except ConfigError:
+            raise
         except Exception as exc:
+            hint = (
+                f"; list an instance with its arguments instead, e.g. {entry.__name__}(...)"
+                if isinstance(exc, TypeError)
+                else ""
+            )
             raise ConfigError(
-                f"{where}: {entry.__name__}() raised {type(exc).__name__}: {exc}; "
-                f"list an instance with its arguments instead, e.g. {entry.__name__}(...)"
+                f"{where}: {entry.__name__}() raised {type(exc).__name__}: {exc}{hint}"
             ) from None
     raise ConfigError(
         f"{where} is {entry!r} ({type(entry).__name__}): use an OutputDriver class or "
         f"instance, e.g. ConsoleOutput or JsonOutput(path='results.json')"
     )
+
+
+def _complete(driver: OutputDriver, where: str) -> OutputDriver:
+    """A driver that can take what a run gives it: ``output`` is its one required method."""
+    if type(driver).output is OutputDriver.output:
+        name = type(driver).__name__
+        raise ConfigError(
+            f"{where}: {name} does not implement output(summary), which every driver must"
+        )
+    return driver
 
 
 def default_outputs() -> list[OutputDriver]:
@@ -97,12 +127,11 @@ def load_config(path: str | Path | None = None) -> Config:
             return Config(outputs=default_outputs())
         file = candidate
     else:
-        file = Path(path)
-        if not file.is_file():
-            raise ConfigError(f"Config file {str(path)!r} does not exist: check the --config path")
+        file = _existing(path, "Config file", "--config")
     data = file.read_bytes()
     namespace = _run_file(file, "Config file", "__agenteval_config__")
     shown = str(file)
+    _check_names(namespace, shown)
     raw = namespace.get("output")
     if raw is None:
         outputs = default_outputs()
@@ -116,10 +145,33 @@ def load_config(path: str | Path | None = None) -> Config:
         outputs = [_driver(e, f"{shown}: output[{i}]") for i, e in enumerate(raw)]
     from .llm._pricing import check_prices
 
-    prices = check_prices(namespace.get("prices") or {}, f"{shown}: prices")
+    raw_prices = namespace.get("prices")
+    prices = check_prices({} if raw_prices is None else raw_prices, f"{shown}: prices")
     return Config(
         outputs=outputs,
         prices=prices,
         path=shown,
         sha256=hashlib.sha256(data).hexdigest(),
     )
+
+
+_SETTINGS = ("output", "prices")
+
+
+def _check_names(namespace: dict[str, Any], shown: str) -> None:
+    """A setting misspelt (``outputs = [...]``, ``Output``) would be ignored, and the report
+    it meant to write lost without a word. (Modules, functions and classes are helpers.)"""
+    import difflib
+    import types
+
+    for name, value in namespace.items():
+        if name.startswith("_") or name in _SETTINGS:
+            continue
+        if isinstance(value, types.ModuleType) or callable(value):
+            continue
+        close = difflib.get_close_matches(name.lower(), _SETTINGS, n=1, cutoff=0.75)
+        if close and close[0] not in namespace:
+            raise ConfigError(
+                f"{shown}: {name!r} is not a setting: did you mean {close[0]!r}? (a config "
+                f"file sets 'output' and 'prices'; give a helper of yours a leading '_')"
+            )

@@ -53,6 +53,7 @@ class ProcessExit(SystemExit):
     """Raised instead of ending the process when code run in it calls ``os._exit``."""
 
     def __init__(self, code: int) -> None:
+        self.status = code
         super().__init__(
             f"os._exit({code}) was called, which would have ended the whole run (the items "
             f"run in agenteval's process): use --executor fork to run such code in a "

@@ -42,6 +42,8 @@ def check_prices(prices: object, source: str = "prices") -> dict[str, dict[str, 
     table: dict[str, dict[str, float]] = {}
     for name, entry in prices.items():
         where = f"{source}[{name!r}]"
+        if not isinstance(name, str):
+            raise ConfigError(f"{where}: a model's name must be text, like 'gpt-4o-mini'")
         if not isinstance(entry, Mapping):
             raise ConfigError(
                 f"{where} must be a dict like {{'input': 0.8, 'output': 4.0}} "
