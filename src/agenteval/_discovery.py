@@ -103,9 +103,9 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
-        line = f":{exc.lineno}" if exc.lineno else ""
+        at = f":{exc.lineno}" if exc.lineno else ""
         raise DiscoveryError(
-            f"{shown}{line}: SyntaxError: {exc.msg} — fix the file, or rename it "
+            f"{shown}{at}: SyntaxError: {exc.msg} — fix the file, or rename it "
             f"with a leading '_' to exclude it"
         ) from None
     except BaseException as exc:
