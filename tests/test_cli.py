@@ -343,6 +343,48 @@ def test_cli_an_invalid_assertion_result_points_at_the_users_line(cli: Cli, writ
     assert line.endswith("  evaluators/nan_score.py:6")
 
 
+def test_cli_assertion_mistakes_are_one_clear_line_each(cli: Cli, write: Write) -> None:
+    write(
+        "evaluators/mistakes.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import Assertion, AssertionResult, StringContains
+
+        class TooHigh(Assertion):
+            def evaluate(self, actual):
+                return AssertionResult.fail(5.0, "bad")
+
+        class Mistakes(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": k} for k in ("score", "text", "class")]
+
+            def run(self, item):
+                return "refund"
+
+            def evaluate(self, output, item):
+                if item["id"] == "score":
+                    self.assert_that(TooHigh(), output)
+                elif item["id"] == "text":
+                    self.assert_that("refund", output)
+                else:
+                    self.assert_that(StringContains, output)
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2, result
+    errors = [line for line in result.lines if line.startswith("  ERROR    item")]
+    assert errors == [
+        "  ERROR    item 'score' · evaluate · pydantic.ValidationError: AssertionResult: score: "
+        "Input should be less than or equal to 1 (got 5.0)  evaluators/mistakes.py:6",
+        "  ERROR    item 'text' · evaluate · TypeError: assert_that() takes an assertion, like "
+        "StringContains('refund'), and its actual value; got str 'refund' as the assertion  "
+        "evaluators/mistakes.py:19",
+        "  ERROR    item 'class' · evaluate · TypeError: assert_that() takes an assertion, and "
+        "StringContains is its class: build one, e.g. StringContains(...)  "
+        "evaluators/mistakes.py:21",
+    ]
+
+
 def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> None:
     write("evaluators/echo.py", PASSING)
     write(
@@ -733,6 +775,9 @@ def test_cli_dataset_items_are_checked_before_any_runs(
     cases = {
         '{"a": {"input": 1}}': "Data.get_dataset() returned a dict: return a list of dicts or "
         "a Dataset, e.g. ArrayDataset([...]) or JsonDataset(path)",
+        "None": "Data.get_dataset() returned None (is a return missing?): return a list of dicts",
+        "42": "Data.get_dataset() returned an int: return a list of dicts or a Dataset, e.g. "
+        "ArrayDataset([...]) or JsonDataset(path)",
         '[{"input": 1}, "oops"]': "DatasetError: item #1 is a str ('oops'): dataset items must "
         "be dicts, e.g. {'input': ...}",
         '[{"id": "a"}, {"id": "b"}, {"id": "a"}]': "item #2: duplicate item id 'a': ids must be "
@@ -745,7 +790,9 @@ def test_cli_dataset_items_are_checked_before_any_runs(
         result = cli("run")
         assert result.code == 2, result
         (line,) = [x for x in result.lines if x.startswith("  ERROR in get_dataset: ")]
-        assert line.endswith(message), (expr, line)
+        assert message in line and line.endswith(
+            "JsonDataset(path)" if expr in ("None", "42") else message
+        ), (expr, line)
         assert not (tmp_path / "ran").exists(), expr
 
 

@@ -94,7 +94,10 @@ class BaseEvaluator:
         A ``soft`` assertion counts in the item's score but its failure does not fail the
         item. The call site (file and line of the caller) is recorded with the result.
         """
-        result = assertion.evaluate(actual)
+        evaluate = getattr(assertion, "evaluate", None)
+        if evaluate is None or isinstance(assertion, type):
+            raise TypeError(_not_an_assertion("assert_that", assertion))
+        result: AssertionResult = evaluate(actual)
         self._record(assertion, result, soft, sys._getframe(1))
         return result
 
@@ -102,7 +105,10 @@ class BaseEvaluator:
         self, assertion: Assertion, actual: Any, *, soft: bool = False
     ) -> AssertionResult:
         """Async :meth:`assert_that`, for ``async def evaluate``: awaits ``aevaluate``."""
-        result = await assertion.aevaluate(actual)
+        aevaluate = getattr(assertion, "aevaluate", None)
+        if aevaluate is None or isinstance(assertion, type):
+            raise TypeError(_not_an_assertion("aassert_that", assertion))
+        result: AssertionResult = await aevaluate(actual)
         self._record(assertion, result, soft, sys._getframe(1))
         return result
 
@@ -144,6 +150,20 @@ class BaseEvaluator:
             if len(_PASSES) < _MAX_PASSES:
                 _PASSES[site] = kept  # holding the code keeps its id from being reused
         ctx.assertions.append(kept[1])
+
+
+def _not_an_assertion(method: str, value: object) -> str:
+    if isinstance(value, type):
+        return (
+            f"{method}() takes an assertion, and {value.__name__} is its class: "
+            f"build one, e.g. {value.__name__}(...)"
+        )
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"
+    return (
+        f"{method}() takes an assertion, like StringContains('refund'), and its actual value; "
+        f"got {type(value).__name__} {shown} as the assertion"
+    )
 
 
 _PASSES: dict[tuple[int, int, str, bool], tuple[Any, AssertionRecord]] = {}

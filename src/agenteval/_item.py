@@ -264,8 +264,10 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
         ("_agenteval_eval_", "agenteval.")
     )
     name = cls.__qualname__ if plain else f"{cls.__module__}.{cls.__qualname__}"
+    if cls is pydantic.ValidationError:  # defined in a private module: its public name
+        name = "pydantic.ValidationError"
     try:
-        message = str(exc)
+        message = _validation_text(exc) if isinstance(exc, pydantic.ValidationError) else str(exc)
     except Exception:  # a broken __str__ must not lose the item
         message = f"<{cls.__qualname__}: str() failed>"
     tb_start = exc.__traceback__
@@ -289,6 +291,21 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
         file=_shown_path(file) if file else None,
         line=line,
     )
+
+
+def _validation_text(exc: pydantic.ValidationError) -> str:
+    """pydantic's many-line message in one line: the model, then each field, what is wrong
+    and what it got (``AssertionResult: score: Input should be less than or equal to 1
+    (got 5.0)``); the whole text stays in the traceback."""
+    errors = exc.errors(include_url=False)
+    parts = []
+    for error in errors[:3]:
+        where = ".".join(str(part) for part in error["loc"])
+        got = repr(error.get("input"))
+        got = got if len(got) <= 60 else got[:59] + "…"
+        parts.append(f"{where}: {error['msg']} (got {got})" if where else error["msg"])
+    more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
+    return f"{exc.title}: {'; '.join(parts)}{more}"
 
 
 ERROR_TEXT_LIMIT = 64 * 1024

@@ -142,6 +142,18 @@ def _ctrl_c_raises() -> bool:
     )
 
 
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def _iterable(value: object) -> bool:
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
+
+
 class _Ids:
     """Checks each item of a dataset and gives it its id: its ``id`` field, else its index."""
 
@@ -330,11 +342,17 @@ class _Run:
         ids: list[str | int] | None = None
         try:
             dataset = instance.get_dataset()
-            if isinstance(dataset, (Mapping, str, bytes)):
+            returned = (
+                "None (is a return missing?)"
+                if dataset is None
+                else _a(type(dataset).__name__)
+                if isinstance(dataset, (Mapping, str, bytes)) or not _iterable(dataset)
+                else None
+            )
+            if returned is not None:
                 raise DatasetError(
-                    f"{state.spec.cls.__name__}.get_dataset() returned a "
-                    f"{type(dataset).__name__}: return a list of dicts or a Dataset, "
-                    f"e.g. ArrayDataset([...]) or JsonDataset(path)"
+                    f"{state.spec.cls.__name__}.get_dataset() returned {returned}: return a "
+                    f"list of dicts or a Dataset, e.g. ArrayDataset([...]) or JsonDataset(path)"
                 )
             check = _Ids(dataset)
             iterator = iter(dataset)
