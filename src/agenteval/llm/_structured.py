@@ -31,6 +31,11 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     else:
         return value if isinstance(value, dict) else None
     visible = _THINKING.sub("", stripped)
+    # a chat template that opens the thinking itself sends only its end: all before it is
+    # the model's thinking (drafts of the answer among it)
+    end = visible.lower().rfind("</think>")
+    if end >= 0:
+        visible = visible[end + len("</think>") :]
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", visible):
         try:
