@@ -11,17 +11,44 @@ _MIN_LEN = 8
 MASK = "[REDACTED]"
 
 
+def secret_name(name: str) -> bool:
+    """Whether a variable or parameter of this name holds a secret by the look of it."""
+    return _SECRET_NAME.search(name) is not None
+
+
+_HANDED: list[str] = []
+"""Secrets handed to agenteval in code (``api_key=...``, a password in a ``base_url``), in
+this process: redacted like those of the environment, by every Redactor."""
+
+
+def remember(secret: str | None) -> None:
+    """Redact ``secret`` wherever a report, record or error would show it."""
+    if secret and len(secret) >= _MIN_LEN and secret not in _HANDED:
+        _HANDED.append(secret)
+
+
 class Redactor:
-    """Replaces every occurrence of known secret values with ``[REDACTED]``."""
+    """Replaces every occurrence of known secret values with ``[REDACTED]``: its own, and
+    those handed to agenteval in code (:func:`remember`), also after it was made."""
 
     def __init__(self, secrets: list[str]) -> None:
-        self.secrets = sorted({s for s in secrets if len(s) >= _MIN_LEN}, key=len, reverse=True)
+        self._own = {s for s in secrets if len(s) >= _MIN_LEN}
+        self._handed = -1  # how many of _HANDED ``secrets`` holds
+        self._secrets: list[str] = []
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every secret, longest first (one inside another is masked whole)."""
+        if self._handed != len(_HANDED):
+            self._handed = len(_HANDED)
+            self._secrets = sorted(self._own.union(_HANDED), key=len, reverse=True)
+        return self._secrets
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Redactor:
         """Secrets are the values of variables whose names look like keys or tokens."""
         env = os.environ if environ is None else environ
-        return cls([v for k, v in env.items() if _SECRET_NAME.search(k)])
+        return cls([v for k, v in env.items() if secret_name(k)])
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
@@ -31,3 +58,7 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
+
+
+handed = Redactor([])
+"""Masks the secrets handed to agenteval in code alone (a forked child's records)."""

@@ -159,7 +159,8 @@ def test_judge_usage_is_recorded_under_the_configured_model_name(
     finally:
         exit_item(token)
 
-    assert list(ctx.judge_by_model) == ["anthropic:claude-test"]
+    # (another server than Anthropic's: its name says which, so its cache is its own)
+    assert list(ctx.judge_by_model) == [f"anthropic:claude-test@{fake_provider.anthropic_base_url}"]
 
 
 def test_string_similarity_records_embedding_usage_on_the_item(

@@ -339,7 +339,7 @@ def test_anthropic_model_gives_up_after_max_attempts(
         model.complete(HI)
 
     assert str(info.value) == (
-        "anthropic:claude-test still failing after 3 attempts and 1.5s of waiting "
+        f"anthropic:claude-test@{fake_provider.anthropic_base_url} still failing after 3 attempts and 1.5s of waiting "
         "(HTTP 529 overloaded_error: Overloaded): retry later or raise "
         "RetryPolicy(max_attempts=..., max_total_wait=...)"
     )
@@ -355,7 +355,7 @@ def test_anthropic_model_fails_fast_on_401_without_leaking_the_key(
         make().complete(HI)
 
     assert str(info.value) == (
-        "anthropic:claude-test rejected the credentials (HTTP 401 authentication_error: "
+        f"anthropic:claude-test@{fake_provider.anthropic_base_url} rejected the credentials (HTTP 401 authentication_error: "
         "invalid x-api-key [REDACTED]): check ANTHROPIC_API_KEY or the api_key= argument; "
         "authentication errors are not retried"
     )
@@ -371,7 +371,7 @@ def test_anthropic_model_fails_fast_on_400(fake_provider: FakeProvider, make: Ma
         make().complete(HI)
 
     assert str(info.value) == (
-        "anthropic:claude-test rejected the request (HTTP 400 invalid_request_error: "
+        f"anthropic:claude-test@{fake_provider.anthropic_base_url} rejected the request (HTTP 400 invalid_request_error: "
         "messages: at least one message is required): check the model name and the request; "
         "client errors are not retried"
     )
@@ -396,7 +396,7 @@ def test_anthropic_model_fails_fast_on_a_billing_error(
         make().complete(HI)
 
     assert str(info.value) == (
-        "anthropic:claude-test is out of quota (HTTP 402 billing_error: You exceeded your "
+        f"anthropic:claude-test@{fake_provider.anthropic_base_url} is out of quota (HTTP 402 billing_error: You exceeded your "
         "current quota): add credit or raise the account's spend limit; quota errors are not "
         "retried"
     )

@@ -38,6 +38,9 @@ def test_cost_of_an_unpriced_model_is_none() -> None:
         ("anthropic:claude-x", "claude-x"),
         ("openai:gpt-y", "openai:gpt-y"),
         ("openai-compatible:llama3:8b@http://127.0.0.1:8000/v1", "llama3:8b"),
+        # OpenAI's or Anthropic's model behind a gateway: priced as the provider's own
+        ("openai-compatible:gpt-y@https://gateway.example/v1", "openai:gpt-y"),
+        ("anthropic:claude-x@https://gateway.example", "claude-x"),
     ],
 )
 def test_price_for_tries_the_name_without_provider_and_url(name: str, expected: str) -> None:

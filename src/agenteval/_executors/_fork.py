@@ -66,6 +66,7 @@ from .._item import (
     return_to,
     scrub,
 )
+from .._redact import handed
 from .._results import ErrorInfo, ItemResult, ItemStatus
 from ._base import GRACE_TIMER, LIVE_THREAD, Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
@@ -417,6 +418,8 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
 
 
 def _write_line(wfd: int, payload: bytes) -> None:
+    if handed:  # secrets handed to agenteval in code, even in this child alone: masked
+        payload = handed(payload.decode()).encode()
     view = memoryview(payload + b"\n")
     while view:
         written = os.write(wfd, view)

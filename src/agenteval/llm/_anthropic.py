@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, SdkClients, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
 from ._retry import (
     Classifier,
     Failure,
@@ -71,6 +72,9 @@ class AnthropicModel(SdkClients):
         self._model = model
         self._api_key = resolve_api_key(api_key, _ENV_KEY, "AnthropicModel", base_url)
         self._base_url = base_url
+        # another server than the SDK's default (its variable included) names its own
+        server = base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        self._name = f"anthropic:{model}@{shown_url(server)}" if server else f"anthropic:{model}"
         self._max_tokens = max_tokens
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
@@ -87,8 +91,9 @@ class AnthropicModel(SdkClients):
 
     @property
     def name(self) -> str:
-        """``"anthropic:<model>"``."""
-        return f"anthropic:{self._model}"
+        """``"anthropic:<model>"``, or ``"anthropic:<model>@<base_url>"`` for another server
+        (``base_url``, or ``ANTHROPIC_BASE_URL``): its cached replies are its own."""
+        return self._name
 
     @property
     def retry(self) -> RetryPolicy:

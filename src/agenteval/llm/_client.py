@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .. import _loops
 from .._errors import ConfigError
+from .._redact import remember
 
 if TYPE_CHECKING:
     from ._retry import RetryPolicy
@@ -36,10 +37,32 @@ def resolve_api_key(api_key: str | None, env_var: str, owner: str, base_url: str
     """
     key = api_key or os.environ.get(env_var)
     if key:
+        remember(key)  # (from the environment it would be masked anyway)
         return key
     if base_url:
         return NO_KEY
     raise ConfigError(f"No API key for {owner}: set {env_var} or pass api_key=")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a model's name shows it: without a user and password, and with the values
+    of query parameters that look like secrets (``?api-key=...``) masked. Those secrets are
+    remembered, so that an error that quotes the whole URL is masked too."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from .._redact import MASK, secret_name
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, netloc = netloc.rpartition("@")
+        remember(userinfo.partition(":")[2])
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    for name, value in query:
+        if secret_name(name):
+            remember(value)
+    shown = [(name, MASK if secret_name(name) else value) for name, value in query]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(shown, safe="[]")))
 
 
 class ForkSafeClient(Generic[C]):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import ProviderError, ProviderRequestError
 from .._usage import Usage
-from ._client import ForkSafeClient, SdkClients, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
 from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
 from ._retry import Failure, RetryPolicy, call_with_retries
 from ._types import EmbeddingsResult
@@ -40,6 +40,11 @@ class OpenAIEmbeddings(SdkClients):
     ) -> None:
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._name = (
+            f"openai-compatible:{model}@{shown_url(self._base_url)}"
+            if self._base_url
+            else f"openai:{model}"
+        )
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIEmbeddings", self._base_url)
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
@@ -54,9 +59,7 @@ class OpenAIEmbeddings(SdkClients):
     @property
     def name(self) -> str:
         """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
-        if self._base_url:
-            return f"openai-compatible:{self._model}@{self._base_url}"
-        return f"openai:{self._model}"
+        return self._name
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddings({self._model!r})"

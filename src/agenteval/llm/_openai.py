@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, SdkClients, resolve_api_key
+from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
 from ._retry import (
     Classifier,
     Failure,
@@ -91,6 +91,11 @@ class OpenAIModel(SdkClients):
             )
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._name = (
+            f"openai-compatible:{model}@{shown_url(self._base_url)}"
+            if self._base_url
+            else f"openai:{model}"
+        )
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIModel", self._base_url)
         self._max_tokens = max_tokens
         self._timeout = timeout
@@ -110,9 +115,7 @@ class OpenAIModel(SdkClients):
     @property
     def name(self) -> str:
         """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
-        if self._base_url:
-            return f"openai-compatible:{self._model}@{self._base_url}"
-        return f"openai:{self._model}"
+        return self._name
 
     @property
     def retry(self) -> RetryPolicy:

@@ -76,17 +76,21 @@ def price_for(model_name: str, prices: Prices) -> Mapping[str, float] | None:
     """The price entry for ``model_name``, or ``None`` when the table has none.
 
     Tried in order: the exact name (``"anthropic:claude-x"``), the name without its
-    provider prefix (``"claude-x"``), and for OpenAI-compatible names ``"NAME@url"`` the
-    bare ``NAME``.
+    provider prefix (``"claude-x"``), and for the name of a model on another server,
+    ``"PROVIDER:NAME@url"``, ``"PROVIDER:NAME"`` (``openai`` for ``openai-compatible``) and
+    the bare ``NAME``.
     """
     candidates = [model_name]
-    _, sep, bare = model_name.partition(":")
+    provider, sep, bare = model_name.partition(":")
     if sep:
         candidates.append(bare)
     else:
         bare = model_name
     if "@" in bare:
-        candidates.append(bare.split("@", 1)[0])
+        name = bare.split("@", 1)[0]
+        if sep:
+            candidates += [f"{provider}:{name}", f"{provider.removesuffix('-compatible')}:{name}"]
+        candidates.append(name)
     for candidate in candidates:
         entry = prices.get(candidate)
         if entry is not None:

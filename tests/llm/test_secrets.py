@@ -1,0 +1,99 @@
+"""Secrets handed to agenteval in code, and in URLs, never reach a report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agenteval.llm import AnthropicModel, OpenAIEmbeddings, OpenAIModel
+from agenteval.llm._client import shown_url
+from agenteval.testing import FakeProvider
+from cli_support import CliResult
+
+
+def test_a_url_shows_no_password_and_no_secret_parameter() -> None:
+    url = "https://gw:hunter2-PASSWORD@gateway.example:8443/v1?api-key=sk-q-123456789&api-version=2"
+    assert shown_url(url) == ("https://gateway.example:8443/v1?api-key=[REDACTED]&api-version=2")
+    model = OpenAIModel("g", api_key="sk-test", base_url=url)
+    assert "hunter2" not in model.name and "sk-q-" not in model.name
+    assert OpenAIEmbeddings("e", api_key="sk-test", base_url=url).name.endswith("api-version=2")
+
+
+def test_an_anthropic_model_on_another_server_is_named_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the judge cache is keyed by name: two servers must not share their verdicts
+    assert AnthropicModel("c", api_key="sk-ant-test").name == "anthropic:c"
+    proxy = AnthropicModel("c", api_key="sk-ant-test", base_url="http://127.0.0.1:9")
+    assert proxy.name == "anthropic:c@http://127.0.0.1:9"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8")
+    assert AnthropicModel("c", api_key="sk-ant-test").name == "anthropic:c@http://127.0.0.1:8"
+
+
+ECHOED = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.judges import CorrectnessJudge
+from agenteval.llm import OpenAIModel
+
+KEY = "sk-handed-in-code-0123456789"
+
+
+class Echoed(BaseEvaluator):
+    def set_up(self):
+        if os.environ["WHERE"] == "set_up":
+            self.judge = CorrectnessJudge(_model(), expected="Paris")
+
+    def get_dataset(self):
+        return [{"id": 1}, {"id": 2}]
+
+    def run(self, item):
+        if os.environ["WHERE"] == "run":  # in the item's own process, with -c
+            self.judge = CorrectnessJudge(_model(), expected="Paris")
+        return "Paris"
+
+    def evaluate(self, output, item):
+        self.assert_that(self.judge, output)
+
+
+def _model():
+    return OpenAIModel("g", api_key=KEY, base_url=os.environ["FAKE_URL"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "how"), [("set_up", ()), ("set_up", ("-c", "2")), ("run", ("-c", "2"))]
+)
+def test_a_key_handed_in_code_and_echoed_by_a_server_is_masked_everywhere(
+    where: str,
+    how: tuple[str, ...],
+    fake_provider: FakeProvider,
+    cli: Callable[..., CliResult],
+    write: Callable[[str, str], Path],
+    tmp_path: Path,
+) -> None:
+    # a broken gateway that answers with the request's headers instead of a verdict
+    fake_provider.respond_with(lambda request: f"Your header was Bearer {request.api_key}")
+    write("echoed_eval.py", ECHOED)
+
+    result = cli(
+        "run",
+        "echoed_eval.py",
+        *how,
+        "--no-cache",
+        "--output-json",
+        "report.json",
+        env={"FAKE_URL": fake_provider.openai_base_url, "WHERE": where},
+    )
+
+    assert result.code == 2, result  # the judge could not read a verdict
+    assert "Your header was Bearer [REDACTED]" in result.stdout
+    files = [tmp_path / "report.json", *tmp_path.glob(".agenteval/runs/*/*")]
+    for text in [result.stdout, result.stderr, *(f.read_text() for f in files)]:
+        assert "sk-handed-in-code" not in text
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["totals"]["errored"] == 2
