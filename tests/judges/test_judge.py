@@ -135,6 +135,11 @@ def test_agent_judge_raises_judge_error_when_the_retry_is_invalid_too() -> None:
         ({"reasoning": "x", "score": True}, "'score' must be a number from 0 to 1, got True"),
         ({"reasoning": "x", "score": "0.8"}, "'score' must be a number from 0 to 1, got '0.8'"),
         ({"reasoning": "x", "score": math.nan}, "'score' must be a number from 0 to 1, got nan"),
+        (
+            {"reasoning": "x", "score": 10**400},  # too big for a float: no OverflowError
+            "'score' must be a number from 0 to 1, got 100000000000000000000000000000000000000…",
+        ),
+        ({"reasoning": "x", "score": math.inf}, "'score' must be a number from 0 to 1, got inf"),
         ({"reasoning": "x"}, "'score' is missing"),
         ({"score": 0.9}, "'reasoning' is missing"),
         ({"reasoning": 3, "score": 0.9}, "'reasoning' must be a string, got 3"),

@@ -11,7 +11,6 @@ the marker names (``UNTRUSTED_OUTPUT_END``, ``Reference-Begin``, ...) become
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -177,13 +176,12 @@ def check_verdict(value: object) -> tuple[float, str]:
     if "score" not in value:
         raise ValueError("'score' is missing")
     score = value["score"]
-    if (
-        isinstance(score, bool)
-        or not isinstance(score, (int, float))
-        or not math.isfinite(score)
-        or not 0 <= score <= 1
-    ):
-        raise ValueError(f"'score' must be a number from 0 to 1, got {score!r}")
+    # (NaN fails the range too; a huge int is compared, not converted, so it cannot overflow)
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+        shown = repr(score)
+        raise ValueError(
+            f"'score' must be a number from 0 to 1, got {shown if len(shown) <= 40 else shown[:39] + '…'}"
+        )
     if "reasoning" not in value:
         raise ValueError("'reasoning' is missing")
     reasoning = value["reasoning"]
