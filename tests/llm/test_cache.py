@@ -213,16 +213,23 @@ def test_clear_cache_without_a_cache_removes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_clear_cache_on_a_corrupt_file_is_a_config_error(tmp_path: Path) -> None:
+def test_clear_cache_removes_a_damaged_cache_file(tmp_path: Path) -> None:
     (tmp_path / DB_NAME).write_bytes(b"this is not a database" * 100)
+    (tmp_path / "mine.txt").write_text("kept")
 
-    with pytest.raises(ConfigError) as excinfo:
+    assert clear_cache(tmp_path) is None
+    assert not (tmp_path / DB_NAME).exists() and (tmp_path / "mine.txt").read_text() == "kept"
+    assert clear_cache(tmp_path) == 0
+
+
+def test_clear_cache_of_what_is_not_a_cache_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is a file, not a cache folder: check --dir"):
+        clear_cache(tmp_path / "notes.txt")
+    (tmp_path / DB_NAME).mkdir()
+    with pytest.raises(ConfigError, match="is not agenteval's cache file: remove it by hand"):
         clear_cache(tmp_path)
-
-    assert str(excinfo.value) == (
-        f"Could not clear the response cache {str(tmp_path / DB_NAME)!r}: file is not a "
-        f"database; delete the folder {str(tmp_path)!r} by hand"
-    )
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_corrupt_cache_is_bypassed_with_a_warning(

@@ -294,10 +294,17 @@ def cache_clear(
     ] = None,
 ) -> None:
     """Delete every cached judge, simulator and embedding response."""
+    from .._errors import AgentEvalError
     from ..llm._cache import clear_cache
 
-    removed = clear_cache(directory)
-    typer.echo(f"Removed {removed} cached response{'s' if removed != 1 else ''}")
+    try:
+        removed = clear_cache(directory)
+    except AgentEvalError as exc:
+        raise _fail(str(exc)) from None
+    if removed is None:
+        typer.echo("Removed the cache file, which was damaged (nothing in it could be read)")
+    else:
+        typer.echo(f"Removed {removed} cached response{'s' if removed != 1 else ''}")
 
 
 _LATEST = "\0latest"

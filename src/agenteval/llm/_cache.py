@@ -37,6 +37,7 @@ it again.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import logging
@@ -79,20 +80,32 @@ _lock = threading.Lock()
 _pid = os.getpid()
 
 
-def clear_cache(directory: Path | str | None = None) -> int:
-    """Remove every cached response; return how many were removed.
+def clear_cache(directory: Path | str | None = None) -> int | None:
+    """Remove every cached response; return how many were removed, or ``None`` when the
+    cache file was damaged (nothing in it could be read) and was removed whole.
 
     Clears the configured cache folder (or ``./.agenteval/cache``) unless ``directory`` is
     given. Used by ``agenteval cache clear``. A folder with no cache in it gives 0.
     """
     if directory is None:
         directory = cache_settings().directory
-    path = resolve_directory(directory) / DB_NAME
+    folder = resolve_directory(directory)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{str(directory)!r} is a file, not a cache folder: check --dir")
+    path = folder / DB_NAME
     if not path.exists():
         return 0
+    if not path.is_file():
+        raise ConfigError(f"{str(path)!r} is not agenteval's cache file: remove it by hand")
     try:
         with _connection(path) as conn:
             removed = conn.execute("DELETE FROM responses").rowcount
+    except sqlite3.DatabaseError:  # damaged (not a database at all, say): holds nothing usable
+        _drop(path)
+        for damaged in (path, *(path.with_name(f"{path.name}-{end}") for end in ("wal", "shm"))):
+            with contextlib.suppress(FileNotFoundError):
+                damaged.unlink()
+        return None
     except sqlite3.Error as exc:
         _drop(path)
         raise ConfigError(
