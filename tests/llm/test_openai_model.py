@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from agenteval._errors import (
 from agenteval._usage import Usage
 from agenteval.llm import ModelRequest, OpenAIModel, RetryPolicy, ToolSpec, _openai
 from agenteval.llm._openai import _arguments, openai_usage
+from agenteval.llm._retry import parse_retry_after
 from agenteval.llm._structured import json_instruction
 from agenteval.testing import FakeProvider
 from agenteval.trajectory._messages import Message, ToolCall
@@ -530,3 +532,65 @@ def test_openai_model_keeps_invalid_tool_arguments_visible() -> None:
     assert _arguments("{not json") == {"_invalid_json_arguments": "{not json"}
     assert _arguments("") == {}
     assert _arguments("[1, 2]") == {"_arguments": [1, 2]}
+
+
+COMPLETION = (
+    '{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": '
+    '[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": %s}}]'
+    "%s}"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "error"),
+    [
+        # a web page, as a wrong base URL gets from a single-page app's fallback route
+        (
+            "<html>app</html>",
+            "text/html",
+            "answered with '<html>app</html>', not a chat completion",
+        ),
+        (COMPLETION % ("123", ""), "application/json", "whose content is int 123, not text"),
+    ],
+)
+def test_openai_model_a_reply_that_is_not_a_completion_is_one_line(
+    fake_provider: FakeProvider, make: MakeModel, body: str, content_type: str, error: str
+) -> None:
+    fake_provider.add(FakeProvider.raw(body, content_type=content_type))
+    with pytest.raises(ProviderRequestError, match=re.escape(error)):
+        make().complete(HI)
+
+
+def test_openai_model_json_cut_short_is_retried(
+    fake_provider: FakeProvider, make: MakeModel, waits: list[float]
+) -> None:
+    whole = COMPLETION % ('"Hello"', "")
+    fake_provider.add(FakeProvider.raw(whole[:40]), FakeProvider.raw(whole))
+    reply = make().complete(HI)
+    assert (reply.text, reply.retries, len(waits)) == ("Hello", 1, 1)
+
+
+def test_openai_model_odd_usage_numbers_keep_the_reply(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    usage = ', "usage": {"prompt_tokens": 10.7, "completion_tokens": "5", "total_tokens": -1}'
+    fake_provider.add(FakeProvider.raw(COMPLETION % ('"Hello"', usage)))
+    reply = make().complete(HI)
+    assert (reply.text, reply.usage.input_tokens, reply.usage.output_tokens) == ("Hello", 10, 0)
+
+
+def test_openai_model_a_refusal_is_the_replys_text(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    refused = (
+        '{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": '
+        '[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '
+        'null, "refusal": "I cannot grade that."}}]}'
+    )
+    fake_provider.add(FakeProvider.raw(refused))
+    assert make().complete(HI).text == "I cannot grade that."
+
+
+def test_a_retry_after_that_is_not_a_number_is_no_wait() -> None:
+    assert parse_retry_after({"retry-after": "nan"}) is None
+    assert parse_retry_after({"retry-after-ms": "inf", "retry-after": "2"}) == 2.0

@@ -252,6 +252,13 @@ class OpenAIModel(SdkClients):
     def _to_response(
         self, completion: ChatCompletion, request: ModelRequest, retries: int
     ) -> ModelResponse:
+        from openai.types.chat import ChatCompletion
+
+        if not isinstance(completion, ChatCompletion):  # a web page behind a wrong URL, say
+            raise ProviderRequestError(
+                f"{self.name} answered with {one_line(repr(completion), 80)}, not a chat "
+                "completion: check that base_url points at an OpenAI-compatible API (its /v1)"
+            )
         if not completion.choices:
             raise ProviderRequestError(
                 f"{self.name} returned a completion without choices: check that the server "
@@ -259,7 +266,14 @@ class OpenAIModel(SdkClients):
             )
         choice = completion.choices[0]
         message = choice.message
-        text = message.content or ""
+        # a refusal says why there is no content: the judge's error then shows it
+        text = message.content or getattr(message, "refusal", None) or ""
+        if not isinstance(text, str):
+            raise ProviderRequestError(
+                f"{self.name} returned a message whose content is {type(text).__name__} "
+                f"{one_line(repr(text), 60)}, not text: check that the server implements the "
+                "OpenAI chat completions API"
+            )
         calls = [
             ToolCall(
                 id=call.id, name=call.function.name, inputs=_arguments(call.function.arguments)
@@ -316,15 +330,23 @@ def openai_usage(usage: Any) -> Usage:
     if usage is None:
         return Usage()
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-    written = (getattr(details, "cache_write_tokens", None) or 0) if details else 0
-    prompt = getattr(usage, "prompt_tokens", None) or 0
+    cached = _tokens(details, "cached_tokens")
+    written = _tokens(details, "cache_write_tokens")
     return Usage(
-        input_tokens=max(prompt - cached - written, 0),
-        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        input_tokens=max(_tokens(usage, "prompt_tokens") - cached - written, 0),
+        output_tokens=_tokens(usage, "completion_tokens"),
         cache_read_tokens=cached,
         cache_write_tokens=written,
     )
+
+
+def _tokens(counts: Any, name: str) -> int:
+    """A token count as a whole number; what a server sent that is not a count is 0 (the
+    reply itself is still good)."""
+    value = getattr(counts, name, None) if counts is not None else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    return int(value) if 0 <= value < float("inf") else 0
 
 
 def _arguments(raw: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -107,23 +109,27 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     if not headers:
         return None
     raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(float(raw_ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
+    if raw_ms is not None and (seconds := _seconds(raw_ms)) is not None:
+        return max(seconds / 1000.0, 0.0)
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
-        return max(float(raw), 0.0)
-    except ValueError:
-        pass
+    if (seconds := _seconds(raw)) is not None:
+        return max(seconds, 0.0)
     parsed = email.utils.parsedate_tz(raw)
     if parsed is None:
         return None
     current = time.time() if now is None else now
     return max(float(email.utils.mktime_tz(parsed)) - current, 0.0)
+
+
+def _seconds(raw: str) -> float | None:
+    """A header's number, if it is a finite one ("nan" and "inf" are not waits)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -161,6 +167,10 @@ def classify_sdk_error(
         return Failure("transient", f"timed out after {timeout:g}s while reading {reading}")
     if isinstance(exc, httpx2.TransportError):
         return Failure("transient", f"connection error while reading {reading}: {root_cause(exc)}")
+    if isinstance(exc, json.JSONDecodeError):  # a 200 whose JSON was cut short, say
+        return Failure(
+            "transient", f"{reading} was not valid JSON ({exc.msg} at character {exc.pos})"
+        )
     return None
 
 

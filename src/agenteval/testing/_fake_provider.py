@@ -27,7 +27,7 @@ from typing import Any, Literal
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
 
-ReplyKind = Literal["message", "embeddings", "error", "stream_error", "hang", "disconnect"]
+ReplyKind = Literal["message", "embeddings", "error", "stream_error", "hang", "disconnect", "raw"]
 Api = Literal["anthropic", "openai", "embeddings", "other"]
 
 _ANTHROPIC_ERROR_TYPES = {
@@ -403,6 +403,14 @@ class FakeProvider:
         return FakeReply(kind="hang")
 
     @staticmethod
+    def raw(body: str, *, content_type: str = "application/json", status: int = 200) -> FakeReply:
+        """Exactly ``body``, as it is: a broken server's reply (JSON cut short, a web page
+        from a wrong URL, a field of the wrong type)."""
+        return FakeReply(
+            kind="raw", text=body, status=status, headers={"Content-Type": content_type}
+        )
+
+    @staticmethod
     def disconnect() -> FakeReply:
         """Close the connection without a response (a connection reset, retried)."""
         return FakeReply(kind="disconnect")
@@ -470,6 +478,8 @@ class FakeProvider:
             self._hang(handler)
         elif reply.kind == "disconnect":
             handler.close_connection = True
+        elif reply.kind == "raw":
+            handler.send_body(reply.status, reply.text.encode(), reply.headers)
         elif reply.kind == "error":
             self._send_error(handler, request, reply)
         elif reply.kind == "stream_error":
@@ -745,11 +755,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         """Send one JSON response and close the connection."""
-        payload = json.dumps(body).encode()
+        self.send_body(
+            status,
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json", **(headers or {})},
+        )
+
+    def send_body(self, status: int, payload: bytes, headers: Mapping[str, str]) -> None:
+        """Send one response of ``payload`` (``headers`` with its Content-Type) and close the
+        connection."""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
+        for name, value in headers.items():
             self.send_header(name, value)
         # One request per connection: no idle keep-alive sockets to leak or to race with.
         self.send_header("Connection", "close")
