@@ -127,6 +127,17 @@ def test_agent_judge_raises_judge_error_when_the_retry_is_invalid_too() -> None:
     assert model.remaining == 0
 
 
+def test_agent_judge_says_when_the_reply_was_cut_off_at_the_token_limit() -> None:
+    cut = {"text": '{"reasoning": "The answer is polite and', "stop_reason": "length"}
+    model = ScriptedModel([cut, cut])
+
+    with pytest.raises(JudgeError) as excinfo:
+        AgentJudge(model, CRITERIA).evaluate("Hello!")
+
+    assert "(the reply is not JSON: it was cut off at the token limit; then" in str(excinfo.value)
+    assert str(excinfo.value).endswith("; raise the max_tokens of the judge's model")
+
+
 @pytest.mark.parametrize(
     ("structured", "error"),
     [

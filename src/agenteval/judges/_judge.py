@@ -203,8 +203,12 @@ class _Judge(Assertion):
         raise JudgeError(
             f"{type(self).__name__}: judge {self.model.name!r} gave no valid verdict after a "
             f"corrective retry ({first_error}; then {error}; last reply "
-            f"{_reply_text(response)[:300]!r}); use a judge model that supports "
-            f"structured output"
+            f"{_reply_text(response)[:300]!r}); "
+            + (
+                "raise the max_tokens of the judge's model"
+                if response.stop_reason in _CUT_OFF
+                else "use a judge model that supports structured output"
+            )
         )
 
 
@@ -237,10 +241,16 @@ def _verdict(response: ModelResponse) -> tuple[float, str]:
     return _prompt.check_verdict(value)
 
 
+_CUT_OFF = ("length", "max_tokens")
+"""Stop reasons of a reply cut off at its token limit (OpenAI's, Anthropic's)."""
+
+
 def _error_of(response: ModelResponse) -> str | None:
     try:
         _verdict(response)
     except ValueError as exc:
+        if response.stop_reason in _CUT_OFF:
+            return f"{exc}: it was cut off at the token limit"
         return str(exc)
     return None
 
