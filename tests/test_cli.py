@@ -385,6 +385,62 @@ def test_cli_assertion_mistakes_are_one_clear_line_each(cli: Cli, write: Write) 
     ]
 
 
+ODD_OUTPUTS = """
+from dataclasses import dataclass, field
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+@dataclass
+class Reply:
+    text: str
+    latency_ms: float = field(init=False)  # set later, or never
+
+
+class Traced:
+    text = "hello"
+
+    def to_trajectory(self):
+        raise RuntimeError("no trace today")
+
+
+class Odd(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "set"}, {"id": "unset"}, {"id": "traced"}]
+
+    async def run(self, item):
+        if item["id"] == "traced":
+            return Traced()
+        reply = Reply(text="hello")
+        if item["id"] == "set":
+            reply.latency_ms = 1.0
+        return reply
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("hello"), output.text)
+"""
+
+
+@pytest.mark.parametrize("how", [(), ("-c", "2"), ("--executor", "async", "-c", "2")])
+def test_cli_an_output_that_cannot_be_converted_costs_nothing(
+    cli: Cli, write: Write, tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    write("evaluators/odd.py", ODD_OUTPUTS)
+    result = cli("run", *how, "--output-json", "out.json")
+    assert result.code == 0, result
+    items = {
+        i["id"]: i
+        for i in json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
+    }
+    assert {k: i["status"] for k, i in items.items()} == dict.fromkeys(
+        ("set", "unset", "traced"), "passed"
+    )
+    assert items["set"]["output"] == {"text": "hello", "latency_ms": 1.0}
+    assert items["unset"]["output"]["unserializable"] == "_agenteval_eval_evaluators_odd.Reply"
+    assert items["traced"]["output"]["unserializable"] == "_agenteval_eval_evaluators_odd.Traced"
+
+
 def test_cli_skip_evaluator_does_not_fail_the_run(cli: Cli, write: Write) -> None:
     write("evaluators/echo.py", PASSING)
     write(

@@ -210,3 +210,16 @@ def test_a_lone_surrogate_inside_an_output_costs_the_item_nothing(limit: int | N
     assert record.truncated == (limit == 10)
     if not record.truncated:
         assert "\ufffd" in record_json(record)
+
+
+def test_a_record_that_cannot_be_built_is_the_items_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agenteval._item as item_module
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(item_module, "recorded_output", broken)
+    record = run({"text": "my order"})
+    assert record.status == "error" and record.error is not None
+    assert (record.error.stage, record.error.type) == ("executor", "RuntimeError")
+    assert record.error.message == "the item's record could not be built: a bug of ours"

@@ -169,7 +169,7 @@ def execute_item(
         outcome.exc = exc
     finally:
         exit_item(token)
-    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+    return _record_of(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
 async def aexecute_item(
@@ -205,7 +205,7 @@ async def aexecute_item(
         outcome.exc = exc
     finally:
         exit_item(token)
-    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+    return _record_of(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
 _SERIALIZER = ItemResult.__pydantic_serializer__
@@ -358,6 +358,23 @@ def _as_trajectory(output: Any) -> Any:
     return module.as_trajectory(output)
 
 
+def _record_of(
+    task: ItemTask,
+    ctx: ItemContext,
+    outcome: _Outcome,
+    duration: float,
+    max_output_bytes: int | None,
+) -> ItemResult:
+    """:func:`build_record`, or, should that fail, an error record that says why: one
+    item's odd output must never cost the run its other items and its report."""
+    try:
+        return build_record(task, ctx, outcome, duration, max_output_bytes)
+    except Exception as exc:
+        error = error_info("executor", exc)
+        message = f"the item's record could not be built: {error.message}"
+        return fault_record(task, error.model_copy(update={"message": message}), duration)
+
+
 def build_record(
     task: ItemTask,
     ctx: ItemContext,
@@ -407,7 +424,10 @@ def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, 
     conversation), whether it was truncated, its original size then, and the agent usage a
     trajectory carries."""
     spent = ZERO_USAGE
-    trajectory = _as_trajectory(raw)
+    try:
+        trajectory = _as_trajectory(raw)
+    except Exception:  # its own to_trajectory() raised, say: recorded as it is
+        trajectory = None
     if trajectory is not None:
         spent, raw = trajectory.usage(), trajectory
     output = to_jsonable(raw)

@@ -56,6 +56,14 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return value if math.isfinite(value) else placeholder(value)
     if _depth > _MAX_DEPTH:
         return placeholder(value, f"<nested more than {_MAX_DEPTH} levels deep>")
+    try:
+        return _converted(value, _depth)
+    except Exception:  # a mapping whose items() raises, a dataclass field never set, ...
+        return placeholder(value)
+
+
+def _converted(value: Any, _depth: int) -> Any:
+    """:func:`to_jsonable` of a value that is not a plain one (which may raise)."""
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
