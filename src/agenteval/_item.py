@@ -199,7 +199,7 @@ async def aexecute_item(
         if _awaitable(done):
             await done
         outcome.stage = None
-    except (HardStop, asyncio.CancelledError):
+    except (HardStop, asyncio.CancelledError, GeneratorExit):  # (the loop closed on it)
         raise
     except BaseException as exc:
         outcome.exc = exc

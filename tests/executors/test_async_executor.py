@@ -237,9 +237,14 @@ from agenteval.assertions import StringContains
 
 class Swallows(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": "eats-once"}, {"id": "eats-twice"}, {"id": "fine"}]
+        return [{"id": "eats-once"}, {"id": "eats-twice"}, {"id": "eats-always"}, {"id": "fine"}]
 
     async def run(self, item):
+        while item["id"] == "eats-always":
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                pass  # never gives up
         for _ in range({"eats-once": 1, "eats-twice": 2}.get(item["id"], 0)):
             try:
                 await asyncio.sleep(30)
@@ -392,10 +397,11 @@ class Busy(BaseEvaluator):
 def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
     """Write the evaluator file and run it with ``--executor async`` and a JSON report."""
     cli.write(name, source)
+    started = time.monotonic()
     result = cli.run(
         name, "--executor", "async", "--no-progress", "--output-json", "report.json", *args
     )
-    return {"cli": cli, "result": result}
+    return {"cli": cli, "result": result, "elapsed": time.monotonic() - started}
 
 
 def workers(cli: Any) -> dict[str, Any]:
@@ -740,6 +746,7 @@ def test_async_an_item_that_catches_its_timeout_is_still_a_timeout(
     assert cli.statuses(report) == {
         "eats-once": "timeout",
         "eats-twice": "timeout",
+        "eats-always": "timeout",
         "fine": "passed",
     }
     items = {i["id"]: i for i in cli.items_of(report)}
@@ -749,6 +756,14 @@ def test_async_an_item_that_catches_its_timeout_is_still_a_timeout(
         )
         assert items[name]["output"] == "x"
     assert items["eats-twice"]["duration_s"] > 2  # the second cancellation came later
+    # one that catches every cancellation is left to run unrecorded, and holds nothing up:
+    # "fine" runs after it (-c 1), and the run ends
+    assert items["eats-always"]["error"]["message"] == (
+        "item exceeded --timeout 0.5s: it caught every cancellation and went on, and was "
+        "left running unrecorded"
+    )
+    assert 4 < items["eats-always"]["duration_s"] < 6
+    assert got["elapsed"] < 30
 
 
 def test_async_blocking_code_in_a_task_of_the_item_is_charged_to_it(

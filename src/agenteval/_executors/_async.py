@@ -74,7 +74,12 @@ _HARD_STOP_WAIT = 0.5
 """The same after a second interrupt."""
 
 _RECANCEL = 2.0
-"""Seconds after which an item that caught its timeout's cancellation is cancelled again."""
+"""Seconds after which an item that caught its timeout's cancellation is cancelled again,
+and after as long again, should it catch that one too, left to run on unrecorded."""
+
+_SHUTDOWN_WAIT = 2.0
+"""Seconds the tasks still running when the loop closes get to end once cancelled: one
+that catches every cancellation must not hold the run's end."""
 
 _GIVE_UP = 2.0
 """Seconds past its timeout an item may hold the loop before the loop is given up, as a
@@ -283,7 +288,10 @@ class _ItemLoop:
         self._closing = False
         # --timeout: the items' timers, and who held the loop up
         self._timers: dict[int, asyncio.Handle] = {}
-        self._timed_out: set[int] = set()
+        self._timed_out: dict[int, int] = {}  # item key -> cancellations sent
+        self._tasks: dict[int, ItemTask] = {}  # the items running
+        self._returned: dict[int, list[Any]] = {}  # what their run returned
+        self._abandoned: set[asyncio.Task[None]] = set()  # workers left to a stubborn item
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
         self.loop = _new_loop()
@@ -378,7 +386,11 @@ class _ItemLoop:
             t.cancel()
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             if pending:
-                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                _, left = self.loop.run_until_complete(
+                    asyncio.wait(pending, timeout=_SHUTDOWN_WAIT)
+                )
+                for t in left:  # it caught every cancellation: closed with the loop, quietly
+                    t._log_destroy_pending = False  # type: ignore[attr-defined]
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             # after the generators: their cleanup may still call a model
@@ -449,11 +461,32 @@ class _ItemLoop:
         if due > 0:
             self._timers[key] = self.loop.call_later(due, self._expire, key)
             return
-        self._timed_out.add(key)
+        sent = self._timed_out.get(key, 0)
+        if sent >= 2:
+            self._abandon(key, worker)
+            return
+        self._timed_out[key] = sent + 1
         worker.cancel()
         # should the item catch it and go on, it is cancelled again, as a child process
-        # that ignores SIGTERM gets SIGKILL
+        # that ignores SIGTERM gets SIGKILL, and then left to run on unrecorded
         self._timers[key] = self.loop.call_later(_RECANCEL, self._expire, key)
+
+    def _abandon(self, key: int, worker: asyncio.Task[None]) -> None:
+        """The item caught every cancellation and goes on: it is ``timeout`` now, and its
+        worker is left to it (nothing it does is recorded) while a fresh one takes its
+        slot. Only the loop's closing stops it, as far as anything can."""
+        assert self.stalls is not None
+        item = self._tasks[key]
+        how = ": it caught every cancellation and went on, and was left running unrecorded"
+        record = fault_record(
+            item, self._timeout(how), time.perf_counter() - self.started.pop(key), "timeout"
+        )
+        self.done.put((key, self._with_output(record, self._returned.pop(key, []))))
+        self._abandoned.add(worker)
+        self._running.discard(worker)
+        del self._current[key]
+        self.stalls.finish(key)
+        self._spawn()
 
     def _spawn(self) -> None:
         for _ in range(min(self.workers - len(self._running), len(self._queue))):
@@ -486,16 +519,20 @@ class _ItemLoop:
         fresh = contextvars.copy_context()
         while (taken := self._take()) is not None:
             key, evaluator, task = taken
-            self._current[key] = me
+            self._current[key], self._tasks[key] = me, task
             try:
                 record = await self._one(key, evaluator, task)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, GeneratorExit):  # GeneratorExit: closed with the loop
                 raise
             except BaseException as exc:  # no record could be built: the item's error
                 duration = time.perf_counter() - self.started[key]
                 record = fault_record(task, error_info("run", exc), duration)
             finally:
-                del self._current[key]
+                del self._tasks[key]
+                if me not in self._abandoned:
+                    del self._current[key]
+            if me in self._abandoned:  # it was recorded when it was left to its item
+                return
             self.done.put((key, record))
             del self.started[key]
             if _changed(fresh):  # hand over to a worker in a copy of the clean context
@@ -513,6 +550,7 @@ class _ItemLoop:
             self._timers[key] = self.loop.call_later(self.timeout, self._expire, key)
         token = ITEM.set(key)  # tasks the item creates are its, too
         returned: list[Any] = []  # what run returned, once it has
+        self._returned[key] = returned
         try:
             record = await aexecute_item(
                 evaluator, task, max_output_bytes=self.max_output_bytes, ran=returned.append
@@ -531,6 +569,7 @@ class _ItemLoop:
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
         finally:
+            self._returned.pop(key, None)
             ITEM.reset(token)
             me = asyncio.current_task()
             if me is not None and sys.version_info >= (3, 11) and key not in self._ours:
@@ -540,7 +579,7 @@ class _ItemLoop:
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
-                self._timed_out.discard(key)
+                self._timed_out.pop(key, None)
                 self._settling.discard(key)
                 self.stalls.finish(key)
 
