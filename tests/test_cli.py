@@ -704,6 +704,40 @@ def test_cli_a_driver_failing_at_the_end_is_in_the_json_reports_verdict(
     assert result.lines[-1].endswith("exit 2")
 
 
+@pytest.mark.parametrize(("signal_name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_cli_a_signal_while_the_json_report_is_written_is_in_its_verdict(
+    cli: Cli, write: Write, tmp_path: Path, signal_name: str, code: int
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "boot.py",
+        f"""
+        import os, signal
+        from agenteval.outputs import _json
+
+        written = _json.write_document
+
+        def interrupted_while_writing(run, fh):
+            if not os.environ.get("SIGNALLED"):
+                os.environ["SIGNALLED"] = "1"
+                os.kill(os.getpid(), signal.{signal_name})  # as CI cancelling the job
+            written(run, fh)
+
+        _json.write_document = interrupted_while_writing
+        """,
+    )
+    result = cli("run", "--bootstrap", "boot.py", "--output-json", "out.json")
+    assert result.code == code, result
+    run = json.loads((tmp_path / "out.json").read_text())["run"]
+    assert (run["exit_code"], run["interrupted"]) == (code, signal_name)
+    notice = (
+        f"{signal_name} came while agenteval's report files were written: they were written "
+        "again, with the run interrupted"
+    )
+    assert notice in run["notices"] and notice in result.stdout.replace("\n", " ")
+    assert result.lines[-1].endswith(f"exit {code}")
+
+
 def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
     result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
     assert result.code == 0, result

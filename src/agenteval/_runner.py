@@ -951,6 +951,15 @@ def run_evaluations(
                         )
                     finally:
                         finishing.clear()
+                    if turn == 1 and stop.requested and not summary.interrupted:
+                        # it came while agenteval's report files were written: what they
+                        # say must be the verdict the run exits with
+                        _settle(summary, driver_set, stop)
+                        summary.notices.append(
+                            f"{stop.requested} came while agenteval's report files were "
+                            f"written: they were written again, with the run interrupted"
+                        )
+                        driver_set.call_some("finish_run", partial(_finishes_in, 1), summary)
             except HardStop:
                 pass  # a second signal: stop reporting at once (the journal is complete)
             _settle(summary, driver_set, stop)
