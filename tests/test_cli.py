@@ -738,6 +738,35 @@ def test_cli_a_signal_while_the_json_report_is_written_is_in_its_verdict(
     assert result.lines[-1].endswith(f"exit {code}")
 
 
+@pytest.mark.parametrize(("signal_name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_cli_a_signal_while_the_drivers_start_interrupts_the_run_before_any_item(
+    cli: Cli, write: Write, tmp_path: Path, signal_name: str, code: int
+) -> None:
+    write("evaluators/ran.py", RECORDING_EVALUATOR)
+    write(
+        "evaluation.py",
+        f"""
+        import os, signal
+        from agenteval.outputs import ConsoleOutput, OutputDriver
+
+        class Dashboard(OutputDriver):
+            def start_run(self, run):
+                os.kill(os.getpid(), signal.{signal_name})  # while it connects, say
+
+            def output(self, summary):
+                pass
+
+        output = [Dashboard(), ConsoleOutput]
+        """,
+    )
+    result = cli("run", "--output-json", "out.json")
+    assert result.code == code, result
+    assert not (tmp_path / "ran").exists()
+    run = json.loads((tmp_path / "out.json").read_text())["run"]
+    assert (run["exit_code"], run["interrupted"]) == (code, signal_name)
+    assert "Resume with: agenteval run --output-json out.json --resume " in result.stdout
+
+
 def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
     result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
     assert result.code == 0, result

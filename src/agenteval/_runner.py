@@ -615,6 +615,15 @@ class _CutShort(BaseException):
     """Raised in a user driver's ``finish_run`` by the first signal after the items."""
 
 
+def _while_starting(stop: StopState, name: str, _signum: int) -> None:
+    """A signal while the drivers start: the run is interrupted before any item starts
+    (and told so once they have started); a second stops it at once."""
+    if stop.requested is not None:
+        stop.hard = True
+        raise HardStop(name)
+    stop.requested = name
+
+
 def _reporting_signals(
     stop: StopState, in_user_drivers: Callable[[], bool]
 ) -> AbstractContextManager[None]:
@@ -877,25 +886,28 @@ def run_evaluations(
     stop = StopState(grace=grace)
     driver_set = _Drivers(drivers)
     run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
-    driver_set.call(
-        "start_run",
-        RunInfo(
-            id=run_id,
-            started_at=started_at,
-            evaluators=[s.name for s in specs],
-            concurrency=concurrency,
-            executor=chosen.name,
-            isolation=options.isolation,
-            run_dir=str(jr.dir) if jr else None,
-            resumed=resumed,
-            retrying=bool(retry_errors),
-            argv=argv,
-        ),
-    )
+    with _handling(partial(_while_starting, stop)):  # a driver's start_run may be slow
+        driver_set.call(
+            "start_run",
+            RunInfo(
+                id=run_id,
+                started_at=started_at,
+                evaluators=[s.name for s in specs],
+                concurrency=concurrency,
+                executor=chosen.name,
+                isolation=options.isolation,
+                run_dir=str(jr.dir) if jr else None,
+                resumed=resumed,
+                retrying=bool(retry_errors),
+                argv=argv,
+            ),
+        )
     hard = False
     try:  # the journal, and the run's lock, are held until the run is reported
         announce = partial(driver_set.call, "run_interrupted")
         with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
+            if stop.requested:  # it came while the drivers started: no item starts
+                announce(stop.requested, grace)
             try:
                 chosen.run(run.tasks(), run.on_result, stop)
             except HardStop:
