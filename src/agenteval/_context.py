@@ -7,6 +7,7 @@ so many items of one evaluator can be in flight at once in the async executor.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._results import AssertionRecord
@@ -25,6 +26,9 @@ class ItemContext:
     retries: int = 0
 
     judge_by_model: dict[str, Usage] = field(default_factory=dict)
+    spent: Callable[[ItemContext], None] | None = None
+    """Told after each call accounted, so that an item stopped before its record (a
+    timeout, a crash) still reports what it spent."""
 
     def add_judge_call(self, usage: Usage, *, cached: bool, retries: int, model: str = "") -> None:
         """Account one judge, simulator or embedding call to this item.
@@ -40,6 +44,14 @@ class ItemContext:
         elif usage:
             self.judge_usage = self.judge_usage + usage
             self.judge_by_model[model] = self.judge_by_model.get(model, ZERO_USAGE) + usage
+        if self.spent is not None:
+            self.spent(self)
+
+    def add_agent_usage(self, usage: Usage) -> None:
+        """Account the agent's own usage (``report_usage``) to this item."""
+        self.agent_usage = self.agent_usage + usage
+        if self.spent is not None:
+            self.spent(self)
 
 
 _current: contextvars.ContextVar[ItemContext | None] = contextvars.ContextVar(
@@ -52,9 +64,11 @@ def current_item() -> ItemContext | None:
     return _current.get()
 
 
-def enter_item() -> tuple[ItemContext, contextvars.Token[ItemContext | None]]:
+def enter_item(
+    spent: Callable[[ItemContext], None] | None = None,
+) -> tuple[ItemContext, contextvars.Token[ItemContext | None]]:
     """Start collecting for a new item; pass the token to :func:`exit_item`."""
-    ctx = ItemContext()
+    ctx = ItemContext(spent=spent)
     return ctx, _current.set(ctx)
 
 

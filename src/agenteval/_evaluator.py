@@ -120,7 +120,7 @@ class BaseEvaluator:
         ctx = current_item()
         if ctx is None:
             raise RuntimeError("report_usage() can only be called while an item is running")
-        ctx.agent_usage = ctx.agent_usage + usage
+        ctx.add_agent_usage(usage)
 
     def _record(
         self, assertion: Assertion, result: AssertionResult, soft: bool, frame: Any

@@ -142,13 +142,15 @@ def execute_item(
     *,
     max_output_bytes: int | None = None,
     ran: Callable[[Any], None] | None = None,
+    spent: Callable[[ItemUsage], None] | None = None,
 ) -> ItemResult:
     """Run and evaluate one item synchronously (``async def`` methods are driven to the end).
 
-    ``ran`` is called with the output once ``run`` returned, before ``evaluate``.
+    ``ran`` is called with the output once ``run`` returned, before ``evaluate``; ``spent``
+    with the item's usage so far after each model call it accounts.
     """
     started = time.perf_counter()
-    ctx, token = enter_item()
+    ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
     try:
         outcome.stage = "run"
@@ -178,13 +180,14 @@ async def aexecute_item(
     *,
     max_output_bytes: int | None = None,
     ran: Callable[[Any], None] | None = None,
+    spent: Callable[[ItemUsage], None] | None = None,
 ) -> ItemResult:
     """Run and evaluate one item on the running event loop (the async executor); ``ran``
-    as for :func:`execute_item`."""
+    and ``spent`` as for :func:`execute_item`."""
     import asyncio  # loaded already: this runs on its loop
 
     started = time.perf_counter()
-    ctx, token = enter_item()
+    ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
     try:
         outcome.stage = "run"
@@ -436,6 +439,12 @@ def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, 
         if size > max_output_bytes:
             return shrink(output, max_output_bytes), True, size, spent
     return output, False, None, spent
+
+
+def _reporting(spent: Callable[[ItemUsage], None] | None) -> Callable[[ItemContext], None] | None:
+    if spent is None:
+        return None
+    return lambda ctx: spent(_usage(ctx, ctx.agent_usage))
 
 
 def _usage(ctx: ItemContext, agent: Usage) -> ItemUsage:

@@ -52,7 +52,7 @@ from .._item import (
     guarding_exit,
     recorded_output,
 )
-from .._results import ErrorInfo, ItemResult, Stage
+from .._results import ErrorInfo, ItemResult, ItemUsage, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._daemon_pool import DaemonPool
 from ._stalls import BEAT, ITEM, Stalls
@@ -291,6 +291,7 @@ class _ItemLoop:
         self._timed_out: dict[int, int] = {}  # item key -> cancellations sent
         self._tasks: dict[int, ItemTask] = {}  # the items running
         self._returned: dict[int, list[Any]] = {}  # what their run returned
+        self._spent: dict[int, ItemUsage] = {}  # their usage so far (with --timeout)
         self._abandoned: set[asyncio.Task[None]] = set()  # workers left to a stubborn item
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
@@ -422,9 +423,14 @@ class _ItemLoop:
             return record
         return record.model_copy(update={"status": "timeout", "error": self._timeout(how)})
 
-    def _with_output(self, record: ItemResult, returned: list[Any]) -> ItemResult:
-        """A timeout's record, with the output if ``run`` had returned: the item stopped in
-        ``evaluate`` (a stuck judge, not a stuck agent), as a child's record says too."""
+    def _with_output(self, record: ItemResult, key: int) -> ItemResult:
+        """A timeout's record, with what the item's model calls cost so far, and the output
+        if ``run`` had returned: the item stopped in ``evaluate`` (a stuck judge, not a
+        stuck agent), as a child's record says too."""
+        spent = self._spent.get(key)
+        if spent is not None:
+            record = record.model_copy(update={"usage": spent})
+        returned = self._returned.get(key)
         if not returned or record.error is None:
             return record
         try:
@@ -481,7 +487,7 @@ class _ItemLoop:
         record = fault_record(
             item, self._timeout(how), time.perf_counter() - self.started.pop(key), "timeout"
         )
-        self.done.put((key, self._with_output(record, self._returned.pop(key, []))))
+        self.done.put((key, self._with_output(record, key)))
         self._abandoned.add(worker)
         self._running.discard(worker)
         del self._current[key]
@@ -551,9 +557,17 @@ class _ItemLoop:
         token = ITEM.set(key)  # tasks the item creates are its, too
         returned: list[Any] = []  # what run returned, once it has
         self._returned[key] = returned
+
+        def spent(usage: ItemUsage) -> None:
+            self._spent[key] = usage
+
         try:
             record = await aexecute_item(
-                evaluator, task, max_output_bytes=self.max_output_bytes, ran=returned.append
+                evaluator,
+                task,
+                max_output_bytes=self.max_output_bytes,
+                ran=returned.append,
+                spent=spent if self.timeout is not None else None,
             )
             return self._overran(key, record) if self.stalls is not None else record
         except asyncio.CancelledError as exc:
@@ -562,7 +576,7 @@ class _ItemLoop:
             if key in self._timed_out:
                 error = self._timeout(" and was cancelled")
                 record = fault_record(task, error, time.perf_counter() - started, "timeout")
-                return self._with_output(record, returned)
+                return self._with_output(record, key)
             # not a cancellation of ours: the item's own code raised it, and
             # aexecute_item lets every CancelledError through
             return fault_record(
@@ -570,6 +584,7 @@ class _ItemLoop:
             )
         finally:
             self._returned.pop(key, None)
+            self._spent.pop(key, None)
             ITEM.reset(token)
             me = asyncio.current_task()
             if me is not None and sys.version_info >= (3, 11) and key not in self._ours:

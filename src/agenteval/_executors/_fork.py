@@ -67,7 +67,7 @@ from .._item import (
     scrub,
 )
 from .._redact import handed
-from .._results import ErrorInfo, ItemResult, ItemStatus
+from .._results import ErrorInfo, ItemResult, ItemStatus, ItemUsage
 from ._base import GRACE_TIMER, LIVE_THREAD, Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
 from ._sweeper import Sweeper
@@ -94,6 +94,10 @@ _ACK = b"+"
 
 _RAN = b"~"
 """Starts the line a child sends when ``run`` returned: the output as it will be recorded."""
+
+_SPENT = b"$"
+"""Starts the line a child sends after each model call: the item's usage so far, which its
+record keeps should the child die before sending one."""
 
 _BACKSTOP = KILL_GRACE
 """Seconds beyond the grace period before the signal handler stops the run at once: time
@@ -125,6 +129,7 @@ class _Child:
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
     acked: bool = True  # False while a granted task awaits the worker's acknowledgement
     ran: bytes | None = None  # the current task's output, once its run returned
+    spent: bytes | None = None  # the current task's usage so far, if it called a model
     ended_at: float | None = None  # told to exit
     eof: bool = False
     status: int | None = None
@@ -376,6 +381,7 @@ def _run_one(
             task,
             max_output_bytes=max_output_bytes,
             ran=lambda output: _send_output(wfd, output, max_output_bytes),
+            spent=lambda usage: _send_usage(wfd, usage),
         )
     except BaseException as exc:  # HardStop cannot reach a child; be total anyway
         record = fault_record(task, error_info("run", exc), 0.0)
@@ -415,6 +421,14 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
         except ValueError:  # text UTF-8 cannot hold (a lone surrogate): as in the record
             line = pydantic_core.to_json(scrub(kept))
         _write_line(wfd, _RAN + line)
+
+
+def _send_usage(wfd: int, usage: ItemUsage) -> None:
+    with contextlib.suppress(Exception):  # never the item's failure
+        _write_line(wfd, _SPENT + _USAGE_SERIALIZER.to_json(usage))
+
+
+_USAGE_SERIALIZER = ItemUsage.__pydantic_serializer__
 
 
 def _write_line(wfd: int, payload: bytes) -> None:
@@ -842,7 +856,7 @@ class ForkExecutor(Executor):
 
     def _next(self, child: _Child, pending: _Pending, stop: StopState) -> None:
         """The child sent its record: grant a worker the next task it holds, or end it."""
-        child.task, child.ran = None, None
+        child.task, child.ran, child.spent = None, None, None
         if child.ctl is not None and pending and not stop.requested:
             number = next(iter(pending))  # the lowest: if the worker lacks it, all others
             if number < child.horizon:
@@ -881,6 +895,9 @@ class ForkExecutor(Executor):
                 continue  # too late: the item was already given up on
             if line.startswith(_RAN):
                 child.ran = line[len(_RAN) :]
+                continue
+            if line.startswith(_SPENT):
+                child.spent = line[len(_SPENT) :]
                 continue
             lines.append((child.task, line, time.monotonic() - child.started))
             del self._held[child.number]
@@ -1005,6 +1022,9 @@ class ForkExecutor(Executor):
             with contextlib.suppress(ValueError):
                 update = json.loads(child.ran)
                 error = error.model_copy(update={"stage": "evaluate"})
+        if child.spent is not None:  # what its model calls cost is spent all the same
+            with contextlib.suppress(ValueError):
+                update["usage"] = ItemUsage.model_validate_json(child.spent)
         record = fault_record(task, error, time.monotonic() - child.started, status)
         stdout, stderr = _read_capture(child.out.fileno()), _read_capture(child.err.fileno())
         if stdout or stderr:

@@ -1,0 +1,83 @@
+"""An item stopped before its record (a timeout) still reports what its judge calls cost."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenteval.testing import FakeProvider
+from cli_support import CliResult
+
+TWO_JUDGES = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.judges import CorrectnessJudge
+from agenteval.llm import OpenAIModel, RetryPolicy
+
+
+class TwoJudges(BaseEvaluator):
+    def set_up(self):
+        model = OpenAIModel(
+            "g", api_key="sk-test", base_url=os.environ["FAKE_URL"], timeout=30,
+            retry=RetryPolicy(max_attempts=1),
+        )
+        self.first = CorrectnessJudge(model, expected="Paris")
+        self.second = CorrectnessJudge(model, expected="HANG")
+
+    def get_dataset(self):
+        return [{"id": "stuck"}, {"id": "fine"}]
+
+    async def run(self, item):
+        return "Paris"
+
+    async def evaluate(self, output, item):
+        await self.aassert_that(self.first, output)
+        if item["id"] == "stuck":
+            await self.aassert_that(self.second, output)  # the provider never answers
+"""
+
+
+def _reply(request: Any) -> Any:
+    if "HANG" in json.dumps(request.json):
+        return FakeProvider.hang()
+    return FakeProvider.structured({"reasoning": "Same city.", "score": 1.0})
+
+
+@pytest.mark.parametrize(
+    "how", [("-c", "2"), ("-c", "2", "--isolation", "worker"), ("--executor", "async", "-c", "2")]
+)
+def test_a_timed_out_item_keeps_the_usage_of_its_judge_calls(
+    how: tuple[str, ...],
+    fake_provider: FakeProvider,
+    cli: Callable[..., CliResult],
+    write: Callable[[str, str], Path],
+    tmp_path: Path,
+) -> None:
+    fake_provider.respond_with(_reply)
+    write("two_judges.py", TWO_JUDGES)
+
+    result = cli(
+        "run",
+        "two_judges.py",
+        *how,
+        "--timeout",
+        "2",
+        "--no-cache",
+        "--output-json",
+        "report.json",
+        env={"FAKE_URL": fake_provider.openai_base_url},
+    )
+
+    assert result.code == 2, result
+    report = json.loads((tmp_path / "report.json").read_text())
+    items = {i["id"]: i for i in report["evaluators"][0]["items"]}
+    assert (items["stuck"]["status"], items["fine"]["status"]) == ("timeout", "passed")
+    for item in items.values():  # one answered call each (10 in, 5 out from the fake)
+        usage = item["usage"]
+        assert (usage["judge_calls"], usage["judge"]["input_tokens"]) == (1, 10), item["id"]
+    assert report["run"]["usage"]["judge_calls"] == 2
