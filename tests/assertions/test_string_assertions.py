@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -145,6 +146,17 @@ def test_string_contains_rejects_non_string_keyword() -> None:
         StringContains(None)  # type: ignore[arg-type]
 
     assert str(info.value) == "StringContains: keyword must be a string, got NoneType (None)"
+
+
+@pytest.mark.parametrize("cls", [StringContains, StringContainsAll, StringContainsAny])
+def test_string_containment_rejects_a_case_sensitive_that_is_not_a_bool(cls: Any) -> None:
+    keyword: Any = "x" if cls is StringContains else ["x"]
+    with pytest.raises(TypeError) as info:
+        cls(keyword, case_sensitive="no")  # would be true, and match exactly
+
+    assert (
+        str(info.value) == f"{cls.__name__}: case_sensitive must be True or False, got str ('no')"
+    )
 
 
 def test_string_contains_all_passes_when_every_keyword_present() -> None:

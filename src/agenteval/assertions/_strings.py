@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agenteval._results import AssertionResult
 from agenteval.assertions._base import Assertion, type_name
@@ -13,6 +14,18 @@ from agenteval.assertions._common import not_a_string, require_keywords, require
 def _fold(text: str, case_sensitive: bool) -> str:
     # casefold, not lower: 'Straße' must contain 'STRASSE'.
     return text if case_sensitive else text.casefold()
+
+
+def _folded(assertion: Any, keywords: tuple[str, ...]) -> tuple[str, ...]:
+    """The keywords as an assertion with ``case_sensitive`` compares them (which must be a
+    bool: ``case_sensitive="no"`` would be true)."""
+    case_sensitive = assertion.case_sensitive
+    if not isinstance(case_sensitive, bool):
+        raise TypeError(
+            f"{type(assertion).__name__}: case_sensitive must be True or False, got "
+            f"{type_name(case_sensitive)} ({case_sensitive!r})"
+        )
+    return tuple(_fold(k, case_sensitive) for k in keywords)
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,7 @@ class StringContains(Assertion):
 
     def __post_init__(self) -> None:
         keyword = require_str(type(self).__name__, "keyword", self.keyword)
-        object.__setattr__(self, "_needle", _fold(keyword, self.case_sensitive))
+        object.__setattr__(self, "_needle", _folded(self, (keyword,))[0])
 
     def evaluate(self, actual: object) -> AssertionResult:
         """Check that ``actual`` contains the keyword."""
@@ -74,7 +87,7 @@ class StringContainsAll(Assertion):
     def __post_init__(self) -> None:
         keywords = require_keywords(type(self).__name__, self.keywords)
         object.__setattr__(self, "keywords", keywords)
-        object.__setattr__(self, "_needles", tuple(_fold(k, self.case_sensitive) for k in keywords))
+        object.__setattr__(self, "_needles", _folded(self, keywords))
 
     def evaluate(self, actual: object) -> AssertionResult:
         """Check that ``actual`` contains every keyword; score = fraction found."""
@@ -121,7 +134,7 @@ class StringContainsAny(Assertion):
     def __post_init__(self) -> None:
         keywords = require_keywords(type(self).__name__, self.keywords)
         object.__setattr__(self, "keywords", keywords)
-        object.__setattr__(self, "_needles", tuple(_fold(k, self.case_sensitive) for k in keywords))
+        object.__setattr__(self, "_needles", _folded(self, keywords))
 
     def evaluate(self, actual: object) -> AssertionResult:
         """Check that ``actual`` contains at least one keyword."""
