@@ -767,6 +767,46 @@ def test_cli_a_signal_while_the_drivers_start_interrupts_the_run_before_any_item
     assert "Resume with: agenteval run --output-json out.json --resume " in result.stdout
 
 
+def test_cli_a_verdict_that_let_something_pass_says_what(cli: Cli, write: Write) -> None:
+    write(
+        "evaluators/mixed.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class Mixed(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": i} for i in range(4)]
+
+            def run(self, item):
+                if item["id"] == 3:
+                    raise ValueError("flaky tool")
+                return "ok" if item["id"] else "no"
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("ok"), output)
+
+        class Empty(BaseEvaluator):
+            def get_dataset(self):
+                return []  # a filter that matched nothing, say
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run", "--min-success-rate", "0.5", "--max-errors", "1")
+    assert result.code == 0, result
+    assert [line for line in result.lines if line.startswith("notice: ")] == [
+        "notice: Empty has no items (its dataset is empty): nothing of it was evaluated",
+        "notice: 1 item failed, and the run passed all the same: every evaluator's success "
+        "rate reached --min-success-rate 0.5",
+        "notice: 1 item errored, timed out or crashed, within --max-errors 1",
+    ]
+
+
 def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
     result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
     assert result.code == 0, result

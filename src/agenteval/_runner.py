@@ -707,6 +707,34 @@ def _exit_code(
     return EXIT_OK
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _verdict_notices(summary: RunSummary, min_success_rate: float, max_errors: int) -> list[str]:
+    """What the verdict let pass that a reader of its last line might not expect."""
+    notices = [
+        f"{s.name} has no items (its dataset is empty): nothing of it was evaluated"
+        for s in summary.evaluators
+        if s.total == 0 and s.status not in ("skipped", "error")
+    ]
+    if summary.interrupted:
+        return notices
+    failed = summary.failed
+    if failed and summary.exit_code == EXIT_OK:
+        notices.append(
+            f"{_count(failed, 'item')} failed, and the run passed all the same: every "
+            f"evaluator's success rate reached --min-success-rate {min_success_rate:g}"
+        )
+    errored = summary.errored
+    if errored and summary.exit_code != EXIT_ERROR:
+        notices.append(
+            f"{_count(errored, 'item')} errored, timed out or crashed, within --max-errors "
+            f"{max_errors}"
+        )
+    return notices
+
+
 def _manifest(
     run_id: str, specs: list[EvaluatorSpec], config: Config, argv: list[str], redact: Redactor
 ) -> dict[str, Any]:
@@ -947,6 +975,7 @@ def run_evaluations(
                 interrupted=interrupted,
                 journal_failed=run.journal_error is not None,
             )
+            summary.notices.extend(_verdict_notices(summary, min_success_rate, max_errors))
             # the user's own drivers finish first, then the report files, then the console:
             # what those write (the exit code, the driver errors) includes every earlier one's
             # failure, and an interrupt that came meanwhile
