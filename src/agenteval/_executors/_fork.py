@@ -52,6 +52,7 @@ from typing import IO, Any
 
 import pydantic_core
 
+from .. import _lessons
 from .._evaluator import BaseEvaluator
 from .._item import (
     CANCELLED,
@@ -94,6 +95,10 @@ _ACK = b"+"
 
 _RAN = b"~"
 """Starts the line a child sends when ``run`` returned: the output as it will be recorded."""
+
+_LEARNED = b"!"
+"""Starts the line a child sends when it learned something later items should know
+(``_lessons``): the parent takes it in, and forks the next children knowing it."""
 
 _SPENT = b"$"
 """Starts the line a child sends after each model call: the item's usage so far, which its
@@ -308,6 +313,7 @@ def _child_main(
         os.dup2(err.fileno(), 2)
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
+        _lessons.tell = lambda kind, value: _send_lesson(wfd, kind, value)
         evaluator, task = first
         home = os.getcwd() if ctl is not None else ""  # a worker: its items start there
         while True:
@@ -421,6 +427,11 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
         except ValueError:  # text UTF-8 cannot hold (a lone surrogate): as in the record
             line = pydantic_core.to_json(scrub(kept))
         _write_line(wfd, _RAN + line)
+
+
+def _send_lesson(wfd: int, kind: str, value: Any) -> None:
+    with contextlib.suppress(Exception):  # never the item's failure
+        _write_line(wfd, _LEARNED + json.dumps([kind, value]).encode())
 
 
 def _send_usage(wfd: int, usage: ItemUsage) -> None:
@@ -898,6 +909,10 @@ class ForkExecutor(Executor):
                 continue
             if line.startswith(_SPENT):
                 child.spent = line[len(_SPENT) :]
+                continue
+            if line.startswith(_LEARNED):
+                with contextlib.suppress(Exception):  # a lesson is a saving, never a must
+                    _lessons.take(*json.loads(line[len(_LEARNED) :]))
                 continue
             lines.append((child.task, line, time.monotonic() - child.started))
             del self._held[child.number]

@@ -10,6 +10,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from .. import _lessons
 from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
@@ -49,6 +50,17 @@ and so does every child the parallel executor forks after the parent learned it.
 """
 
 
+def _learn_json_in_prompt(base_url: str | None, model: str) -> None:
+    """This server rejects ``response_format`` for this model: from now on, and in the
+    items forked after this one (``_lessons``), the schema goes in the prompt."""
+    _json_in_prompt_servers.add((base_url, model))
+    _lessons.learned(_LESSON, [base_url, model])
+
+
+_LESSON = "openai-json-in-prompt"
+_lessons.taught_by(_LESSON, lambda pair: _json_in_prompt_servers.add((pair[0], pair[1])))
+
+
 class _ResponseFormatRejected(Exception):
     """The server answered 400 to a request with ``response_format``."""
 
@@ -64,7 +76,8 @@ class OpenAIModel(SdkClients):
     uses ``response_format`` (a 400 is an error), ``"prompt"`` always asks for JSON in the
     system prompt, and ``"auto"`` (the default) uses ``response_format`` until the server
     rejects it with a 400, then asks in the prompt instead and remembers that for this
-    server and model name, in this process and the children it forks. Declare it when you
+    server and model name, in this process, the children it forks, and (learned in one of
+    those) the children forked after that. Declare it when you
     know the server, to save that first rejected request. Example::
 
         local = OpenAIModel(
@@ -179,7 +192,7 @@ class OpenAIModel(SdkClients):
             completion, retries = send(self._params(request, self.json_in_prompt))
         except _ResponseFormatRejected:
             completion, retries = send(self._params(request, json_in_prompt=True))
-            _json_in_prompt_servers.add((self._base_url, self._model))
+            _learn_json_in_prompt(self._base_url, self._model)
         return self._to_response(completion, request, retries)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
@@ -204,7 +217,7 @@ class OpenAIModel(SdkClients):
                 completion, retries = await send(self._params(request, self.json_in_prompt))
             except _ResponseFormatRejected:
                 completion, retries = await send(self._params(request, json_in_prompt=True))
-                _json_in_prompt_servers.add((self._base_url, self._model))
+                _learn_json_in_prompt(self._base_url, self._model)
         return self._to_response(completion, request, retries)
 
     def _params(self, request: ModelRequest, json_in_prompt: bool) -> dict[str, Any]:

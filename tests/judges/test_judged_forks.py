@@ -1,4 +1,5 @@
-"""An item stopped before its record (a timeout) still reports what its judge calls cost."""
+"""Judged items in processes of their own: what a timed-out item spent is kept, and what
+one item learns of a server the items forked after it know."""
 
 from __future__ import annotations
 
@@ -81,3 +82,58 @@ def test_a_timed_out_item_keeps_the_usage_of_its_judge_calls(
         usage = item["usage"]
         assert (usage["judge_calls"], usage["judge"]["input_tokens"]) == (1, 10), item["id"]
     assert report["run"]["usage"]["judge_calls"] == 2
+
+
+STRICT_SERVER_JUDGE = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.judges import CorrectnessJudge
+from agenteval.llm import OpenAIModel
+
+
+class OnAStrictServer(BaseEvaluator):
+    def set_up(self):
+        model = OpenAIModel("g", api_key="sk-test", base_url=os.environ["FAKE_URL"])
+        self.judge = CorrectnessJudge(model, expected="Paris")
+
+    def get_dataset(self):
+        return [{"id": i} for i in range(8)]
+
+    def run(self, item):
+        return f"Paris ({item['id']})"
+
+    def evaluate(self, output, item):
+        self.assert_that(self.judge, output)
+"""
+
+
+def _strict(request: Any) -> Any:
+    if "response_format" in request.json:
+        return FakeProvider.error(400, "response_format is not supported")
+    return FakeProvider.text('{"reasoning": "Same city.", "score": 1.0}')
+
+
+def test_what_one_forked_item_learns_of_a_server_the_next_ones_know(
+    fake_provider: FakeProvider,
+    cli: Callable[..., CliResult],
+    write: Callable[[str, str], Path],
+) -> None:
+    # a server that rejects response_format: the first items learn it, the rest are forked
+    # knowing it and ask for JSON in the prompt at once
+    fake_provider.respond_with(_strict)
+    write("strict_eval.py", STRICT_SERVER_JUDGE)
+
+    result = cli(
+        "run",
+        "strict_eval.py",
+        "-c",
+        "2",
+        "--no-cache",
+        env={"FAKE_URL": fake_provider.openai_base_url},
+    )
+
+    assert result.code == 0, result
+    rejected = [r for r in fake_provider.requests if "response_format" in r.json]
+    assert 1 <= len(rejected) <= 2  # those in flight before the first lesson came back
+    assert len(fake_provider.requests) == 8 + len(rejected)
