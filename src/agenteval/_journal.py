@@ -242,9 +242,10 @@ def latest_records(run_dir: Path) -> dict[tuple[str, str, int], ItemResult]:
     return {key: located[0] for key, located in latest_records_at(run_dir).items()}
 
 
-def find_run(runs_dir: Path, run_id: str | None) -> Path:
-    """The folder of ``run_id`` (a run's id, or the path of its folder), or of the latest
-    run when ``run_id`` is None."""
+def find_run(runs_dir: Path, run_id: str | None, evaluators: set[str] | None = None) -> Path:
+    """The folder of ``run_id`` (a run's id, or the path of its folder), or when ``run_id``
+    is None of the latest run — the latest that ran any of ``evaluators`` (ids), if one
+    did: a run of other evaluators since is not the one to resume."""
     if run_id:
         run_dir = runs_dir / run_id
         if not is_run_dir(run_dir) and is_run_dir(run_id):
@@ -257,7 +258,22 @@ def find_run(runs_dir: Path, run_id: str | None) -> Path:
     runs = [p for p in runs_dir.glob("*") if is_run_dir(p)] if runs_dir.exists() else []
     if not runs:
         raise JournalError(f"No previous run in {str(runs_dir)!r} to resume")
-    return max(runs, key=_started)
+    runs.sort(key=_started, reverse=True)
+    if evaluators:
+        for run_dir in runs:
+            if evaluators & set(_evaluators_of(run_dir)):
+                return run_dir
+    return runs[0]
+
+
+def _evaluators_of(run_dir: Path) -> list[str]:
+    """The ids of the evaluators a run's manifest lists (none, should it be unreadable)."""
+    try:
+        with open(run_dir / "manifest.json", encoding="utf-8") as fh:
+            listed = json.load(fh).get("evaluators")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return list(listed) if isinstance(listed, dict) else []
 
 
 def is_run_dir(path: str | Path) -> bool:

@@ -757,6 +757,7 @@ def _check_unchanged(
     manifest: dict[str, Any], specs: list[EvaluatorSpec], *, retrying: bool = False
 ) -> None:
     changes: list[str] = []
+    missing: list[str] = []
     recorded = manifest.get("evaluators", {})
     if not isinstance(recorded, dict) or not all(isinstance(e, dict) for e in recorded.values()):
         raise JournalError(
@@ -766,7 +767,7 @@ def _check_unchanged(
     for spec in specs:
         entry = recorded.get(spec.id)
         if entry is None:
-            changes.append(f"{spec.id} is new")
+            missing.append(spec.id)
             continue
         if entry.get("sha256") != fingerprint(spec.file):
             changes.append(f"{spec.file} changed")
@@ -779,7 +780,7 @@ def _check_unchanged(
         for path, digest in datasets.items():
             if fingerprint(path) != digest:
                 changes.append(f"dataset {path} changed")
-    if changes:
+    if changes or missing:
         started_in = manifest.get("cwd")
         elsewhere = (
             f" (it ran in {started_in}: evaluators are known by their path from there, so "
@@ -787,11 +788,16 @@ def _check_unchanged(
             if isinstance(started_in, str) and started_in != os.getcwd()
             else ""
         )
+        why = [f"{'; '.join(sorted(set(changes)))} since it ran"] if changes else []
+        if missing:
+            why.append(
+                f"{', '.join(missing)} {'was' if len(missing) == 1 else 'were'} not in it "
+                f"(new since, or not selected then: select what it ran, with its -k or --tag)"
+            )
         raise JournalError(
             f"Cannot {'retry the errors of' if retrying else 'resume'} run "
-            f"{manifest.get('run_id')!r}: {'; '.join(sorted(set(changes)))} since it ran"
-            f"{elsewhere}. Start a new run, or pass --force to "
-            f"{'retry' if retrying else 'resume'} anyway"
+            f"{manifest.get('run_id')!r}: {'; '.join(why)}{elsewhere}. Start a new run, or "
+            f"pass --force to {'retry' if retrying else 'resume'} anyway"
         )
 
 
@@ -884,7 +890,11 @@ def run_evaluations(
     argv = list(argv) if argv is not None else list(sys.argv)
     jr: Journal | None = None
     if resume or retry_errors:
-        run_dir = find_run(runs, retry_errors or (resume if isinstance(resume, str) else None))
+        run_dir = find_run(
+            runs,
+            retry_errors or (resume if isinstance(resume, str) else None),
+            {spec.id for spec in specs},
+        )
         jr = Journal.reopen(run_dir)
         try:  # refused: the run's lock goes at once (a caller may try again)
             if not force:

@@ -446,10 +446,10 @@ def test_resume_from_another_folder_says_where_the_run_ran(cli: Any) -> None:
     refused = cli.run("project/slow.py", "--no-progress", "--resume", str(run_dir))
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"agenteval: error: Cannot resume run {run_dir.name!r}: project/slow.py::Slow is new "
-        f"since it ran (it ran in {cli.root / 'project'}: evaluators are known by their path "
-        f"from there, so resume it from that folder). Start a new run, or pass --force to "
-        f"resume anyway\n"
+        f"agenteval: error: Cannot resume run {run_dir.name!r}: project/slow.py::Slow was not "
+        f"in it (new since, or not selected then: select what it ran, with its -k or --tag) "
+        f"(it ran in {cli.root / 'project'}: evaluators are known by their path from there, so "
+        f"resume it from that folder). Start a new run, or pass --force to resume anyway\n"
     )
 
 
@@ -468,3 +468,17 @@ def test_a_refused_resume_lets_the_run_go(cli: Any, monkeypatch: pytest.MonkeyPa
         run_evaluations(["resume.py"], resume=True, outputs=[])
     forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
     assert forced.returncode == 0, forced.stdout + forced.stderr
+
+
+def test_resume_without_an_id_takes_the_latest_run_of_the_selected_evaluators(cli: Any) -> None:
+    quick = SLOW_EVALUATOR.replace("time.sleep(0.5)", "pass").replace("range(6)", "range(2)")
+    cli.write("a.py", quick)
+    cli.write("b.py", quick.replace("class Slow", "class Other"))
+    assert cli.run("a.py", "--no-progress").returncode == 0
+    first = cli.run_dirs()
+    assert cli.run("b.py", "--no-progress").returncode == 0  # a later run, of another file
+    (of_a,) = first
+
+    resumed = cli.run("a.py", "--no-progress", "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert len(cli.records(of_a)) == 2  # the run of a.py, whose items had all finished
