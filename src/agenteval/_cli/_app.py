@@ -128,7 +128,7 @@ def run(
         str | None,
         typer.Option(
             "--resume",
-            help="Resume a run (default: the latest); only unfinished items run.",
+            help="Resume a run (default: the latest of these evaluators); only unfinished items run.",
             metavar="[RUN_ID]",
         ),
     ] = None,
