@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +51,25 @@ def write(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return _write
+
+
+@pytest.fixture
+def run_on_fake(
+    fake_provider: Any, cli: Callable[..., CliResult], write: Callable[[str, str], Path]
+) -> Callable[..., CliResult]:
+    """Write an evaluator file and ``agenteval run`` it (``--no-cache``) with ``FAKE_URL``
+    set to the fake provider's OpenAI base URL, which answers with ``responder``."""
+
+    def run(
+        name: str,
+        source: str,
+        *args: str,
+        responder: Callable[[Any], Any],
+        env: dict[str, str] | None = None,
+    ) -> CliResult:
+        fake_provider.respond_with(responder)
+        write(name, source)
+        url = fake_provider.openai_base_url
+        return cli("run", name, *args, "--no-cache", env={"FAKE_URL": url, **(env or {})})
+
+    return run

@@ -171,7 +171,7 @@ def execute_item(
         outcome.exc = exc
     finally:
         exit_item(token)
-    return _record_of(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
 async def aexecute_item(
@@ -208,7 +208,7 @@ async def aexecute_item(
         outcome.exc = exc
     finally:
         exit_item(token)
-    return _record_of(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+    return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
 _SERIALIZER = ItemResult.__pydantic_serializer__
@@ -361,23 +361,6 @@ def _as_trajectory(output: Any) -> Any:
     return module.as_trajectory(output)
 
 
-def _record_of(
-    task: ItemTask,
-    ctx: ItemContext,
-    outcome: _Outcome,
-    duration: float,
-    max_output_bytes: int | None,
-) -> ItemResult:
-    """:func:`build_record`, or, should that fail, an error record that says why: one
-    item's odd output must never cost the run its other items and its report."""
-    try:
-        return build_record(task, ctx, outcome, duration, max_output_bytes)
-    except Exception as exc:
-        error = error_info("executor", exc)
-        message = f"the item's record could not be built: {error.message}"
-        return fault_record(task, error.model_copy(update={"message": message}), duration)
-
-
 def build_record(
     task: ItemTask,
     ctx: ItemContext,
@@ -385,41 +368,48 @@ def build_record(
     duration: float,
     max_output_bytes: int | None,
 ) -> ItemResult:
-    """Turn what the item produced into its JSON-safe :class:`ItemResult`."""
-    error = None
-    if outcome.exc is not None:
-        error = error_info(outcome.stage or "run", outcome.exc)
-    output: Any = None
-    truncated = False
-    size: int | None = None
-    agent_usage = ctx.agent_usage
-    if outcome.has_output:
-        output, truncated, size, spent = recorded_output(outcome.output, max_output_bytes)
-        if spent is not ZERO_USAGE:  # a trajectory's (items that spent nothing share one)
-            agent_usage = agent_usage + spent
-    assertions = ctx.assertions
-    if max_output_bytes is not None:
-        assertions = [_capped(a, max_output_bytes) for a in assertions]
-    return ItemResult(
-        evaluator=task.evaluator_id,
-        id=task.id,
-        index=task.index,
-        repeat=task.repeat,
-        status="crashed"
-        if isinstance(outcome.exc, ProcessExit)
-        else item_status(assertions, error),
-        score=mean_score(assertions),
-        duration_s=duration,
-        input=to_jsonable(task.input),
-        output=output,
-        truncated=truncated,
-        original_size=size,
-        assertions=assertions,
-        error=error,
-        stdout="",
-        stderr="",
-        usage=_usage(ctx, agent_usage),
-    )
+    """Turn what the item produced into its JSON-safe :class:`ItemResult` — or, should
+    that fail, an error record that says why: one item's odd output must never cost the
+    run its other items and its report."""
+    try:
+        error = None
+        if outcome.exc is not None:
+            error = error_info(outcome.stage or "run", outcome.exc)
+        output: Any = None
+        truncated = False
+        size: int | None = None
+        agent_usage = ctx.agent_usage
+        if outcome.has_output:
+            output, truncated, size, spent = recorded_output(outcome.output, max_output_bytes)
+            if spent is not ZERO_USAGE:  # a trajectory's (items that spent nothing share one)
+                agent_usage = agent_usage + spent
+        assertions = ctx.assertions
+        if max_output_bytes is not None:
+            assertions = [_capped(a, max_output_bytes) for a in assertions]
+        return ItemResult(
+            evaluator=task.evaluator_id,
+            id=task.id,
+            index=task.index,
+            repeat=task.repeat,
+            status="crashed"
+            if isinstance(outcome.exc, ProcessExit)
+            else item_status(assertions, error),
+            score=mean_score(assertions),
+            duration_s=duration,
+            input=to_jsonable(task.input),
+            output=output,
+            truncated=truncated,
+            original_size=size,
+            assertions=assertions,
+            error=error,
+            stdout="",
+            stderr="",
+            usage=_usage(ctx, agent_usage),
+        )
+    except Exception as exc:
+        failure = error_info("executor", exc)
+        message = f"the item's record could not be built: {failure.message}"
+        return fault_record(task, failure.model_copy(update={"message": message}), duration)
 
 
 def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, int | None, Usage]:

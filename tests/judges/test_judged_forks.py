@@ -53,25 +53,17 @@ def _reply(request: Any) -> Any:
     "how", [("-c", "2"), ("-c", "2", "--isolation", "worker"), ("--executor", "async", "-c", "2")]
 )
 def test_a_timed_out_item_keeps_the_usage_of_its_judge_calls(
-    how: tuple[str, ...],
-    fake_provider: FakeProvider,
-    cli: Callable[..., CliResult],
-    write: Callable[[str, str], Path],
-    tmp_path: Path,
+    how: tuple[str, ...], run_on_fake: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    fake_provider.respond_with(_reply)
-    write("two_judges.py", TWO_JUDGES)
-
-    result = cli(
-        "run",
+    result = run_on_fake(
         "two_judges.py",
+        TWO_JUDGES,
         *how,
         "--timeout",
         "2",
-        "--no-cache",
         "--output-json",
         "report.json",
-        env={"FAKE_URL": fake_provider.openai_base_url},
+        responder=_reply,
     )
 
     assert result.code == 2, result
@@ -115,23 +107,11 @@ def _strict(request: Any) -> Any:
 
 
 def test_what_one_forked_item_learns_of_a_server_the_next_ones_know(
-    fake_provider: FakeProvider,
-    cli: Callable[..., CliResult],
-    write: Callable[[str, str], Path],
+    fake_provider: FakeProvider, run_on_fake: Callable[..., CliResult]
 ) -> None:
     # a server that rejects response_format: the first items learn it, the rest are forked
     # knowing it and ask for JSON in the prompt at once
-    fake_provider.respond_with(_strict)
-    write("strict_eval.py", STRICT_SERVER_JUDGE)
-
-    result = cli(
-        "run",
-        "strict_eval.py",
-        "-c",
-        "2",
-        "--no-cache",
-        env={"FAKE_URL": fake_provider.openai_base_url},
-    )
+    result = run_on_fake("strict_eval.py", STRICT_SERVER_JUDGE, "-c", "2", responder=_strict)
 
     assert result.code == 0, result
     rejected = [r for r in fake_provider.requests if "response_format" in r.json]

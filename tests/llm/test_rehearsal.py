@@ -243,21 +243,17 @@ def test_judged_runs_count_only_the_items_calls_and_leave_nothing_open(
     source: str,
     how: tuple[str, ...],
     fake_provider: FakeProvider,
-    cli: Callable[..., CliResult],
-    write: Callable[[str, str], Path],
+    run_on_fake: Callable[..., CliResult],
     tmp_path: Path,
 ) -> None:
-    fake_provider.respond_with(lambda request: {"reasoning": "Same city.", "score": 0.9})
-    write("judged_eval.py", source)
-
-    result = cli(
-        "run",
+    result = run_on_fake(
         "judged_eval.py",
+        source,
         *how,
-        "--no-cache",
         "--output-json",
         "report.json",
-        env={"FAKE_URL": fake_provider.openai_base_url, "PYTHONWARNINGS": "always"},
+        responder=lambda request: {"reasoning": "Same city.", "score": 0.9},
+        env={"PYTHONWARNINGS": "always"},
     )
 
     assert result.code == 0, result

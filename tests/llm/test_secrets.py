@@ -10,7 +10,6 @@ import pytest
 
 from agenteval.llm import AnthropicModel, OpenAIEmbeddings, OpenAIModel
 from agenteval.llm._client import shown_url
-from agenteval.testing import FakeProvider
 from cli_support import CliResult
 
 
@@ -71,23 +70,18 @@ def _model():
 def test_a_key_handed_in_code_and_echoed_by_a_server_is_masked_everywhere(
     where: str,
     how: tuple[str, ...],
-    fake_provider: FakeProvider,
-    cli: Callable[..., CliResult],
-    write: Callable[[str, str], Path],
+    run_on_fake: Callable[..., CliResult],
     tmp_path: Path,
 ) -> None:
-    # a broken gateway that answers with the request's headers instead of a verdict
-    fake_provider.respond_with(lambda request: f"Your header was Bearer {request.api_key}")
-    write("echoed_eval.py", ECHOED)
-
-    result = cli(
-        "run",
+    result = run_on_fake(
         "echoed_eval.py",
+        ECHOED,
         *how,
-        "--no-cache",
         "--output-json",
         "report.json",
-        env={"FAKE_URL": fake_provider.openai_base_url, "WHERE": where},
+        # a broken gateway that answers with the request's headers instead of a verdict
+        responder=lambda request: f"Your header was Bearer {request.api_key}",
+        env={"WHERE": where},
     )
 
     assert result.code == 2, result  # the judge could not read a verdict
