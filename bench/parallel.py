@@ -288,6 +288,9 @@ def main() -> None:
                 "bare fork loop, bare interpreter": lambda tag: bench.fork_floor(
                     n_fork, c_fork, "bare"
                 ),
+                "bare fork loop + supervision, bare interpreter": lambda tag: bench.fork_floor(
+                    n_fork, c_fork, "supervised"
+                ),
             }
             if competitor is not None:
                 runners["pydantic-evals (sync task)"] = lambda tag: bench.pydantic(
@@ -317,9 +320,11 @@ def main() -> None:
                     f"{verdict(proc >= GOAL_FORK)}"
                 )
             floor = effs["bare fork loop, agenteval's imports"][1]
+            lean = effs["bare fork loop + supervision, bare interpreter"][1]
             verdicts.append(
                 f"    (a process per item here reaches at most {floor:.3f}: a bare fork loop "
-                "in a parent with agenteval's imports)"
+                f"in a parent with agenteval's imports; {lean:.3f} in a parent without them, "
+                "with the supervision the fault guarantees take)"
             )
 
         if "b" in parts:
