@@ -807,6 +807,27 @@ def test_cli_a_verdict_that_let_something_pass_says_what(cli: Cli, write: Write)
     ]
 
 
+def test_cli_output_json_to_stdout_sent_to_a_file_keeps_the_console_report(
+    write: Write, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from conftest import AGENTEVAL
+
+    write("evaluators/echo.py", PASSING)
+    out = tmp_path / "out.txt"
+    with out.open("w") as fh:  # as `agenteval run --output-json /dev/stdout > out.txt`
+        code = subprocess.run(
+            [AGENTEVAL, "run", "--output-json", "/dev/stdout"], cwd=tmp_path, stdout=fh
+        ).returncode
+    assert code == 0
+    text = out.read_text()
+    assert text.startswith("agenteval · run ") and "PASSED  " in text
+    document = next(line for line in text.splitlines() if line.startswith("{"))
+    assert json.loads(document)["run"]["exit_code"] == 0
+    assert text.rstrip().splitlines()[-1].startswith("PASSED: ")
+
+
 def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> None:
     result = cli("make:evaluator", "App\\Evaluators\\RefundEvaluator")
     assert result.code == 0, result

@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
-_MIN_LEN = 8
+SHORTEST_SECRET = 8
+"""Shortest secret masked (a password in a URL, say): shorter ones are common words."""
+_MIN_HANDED = 16
+"""Shortest key handed in code that is masked: a local server's dummy key ("anything",
+"ollama", "EMPTY") is no secret, and masking it would garble outputs."""
 MASK = "[REDACTED]"
 
 
@@ -21,10 +26,22 @@ _HANDED: list[str] = []
 this process: redacted like those of the environment, by every Redactor."""
 
 
-def remember(secret: str | None) -> None:
-    """Redact ``secret`` wherever a report, record or error would show it."""
-    if secret and len(secret) >= _MIN_LEN and secret not in _HANDED:
+def remember(secret: str | None, shortest: int = _MIN_HANDED) -> None:
+    """Redact ``secret`` (of ``shortest`` characters or more) wherever a report, record or
+    error would show it — also in the process a forked item's process reports to."""
+    if secret and len(secret) >= shortest and secret not in _HANDED:
         _HANDED.append(secret)
+        from . import _lessons
+
+        _lessons.learned(_LESSON, secret)
+
+
+_LESSON = "secret"
+
+
+def _taught(secret: object) -> None:
+    if isinstance(secret, str):
+        remember(secret, SHORTEST_SECRET)  # (the child chose it)
 
 
 class Redactor:
@@ -32,7 +49,7 @@ class Redactor:
     those handed to agenteval in code (:func:`remember`), also after it was made."""
 
     def __init__(self, secrets: list[str]) -> None:
-        self._own = {s for s in secrets if len(s) >= _MIN_LEN}
+        self._own = {s for s in secrets if len(s) >= SHORTEST_SECRET}
         self._handed = -1  # how many of _HANDED ``secrets`` holds
         self._secrets: list[str] = []
 
@@ -56,9 +73,28 @@ class Redactor:
                 text = text.replace(secret, MASK)
         return text
 
+    def values(self, data: Any) -> Any:
+        """JSON-like ``data`` with every text value masked (keys are left as they are)."""
+        if isinstance(data, str):
+            return self(data)
+        if isinstance(data, dict):
+            return {key: self.values(value) for key, value in data.items()}
+        if isinstance(data, list):
+            return [self.values(value) for value in data]
+        return data
+
     def __bool__(self) -> bool:
         return bool(self.secrets)
 
 
 handed = Redactor([])
 """Masks the secrets handed to agenteval in code alone (a forked child's records)."""
+
+
+def _register() -> None:
+    from . import _lessons
+
+    _lessons.taught_by(_LESSON, _taught)
+
+
+_register()

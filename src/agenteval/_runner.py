@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 
 from ._cache_settings import using_cache
 from ._config import Config, load_config, run_bootstrap
@@ -448,7 +448,7 @@ class _Run:
         if text == to_json(recorded):
             return True
         if self.redact:
-            now = from_json(self.redact(text.decode()))
+            now = self.redact.values(now)
         return _alike(recorded, now)
 
     # -- results ---------------------------------------------------------------------
@@ -459,8 +459,10 @@ class _Run:
         if self.redact:
             for i, text in enumerate(texts):
                 if any(s in text for s in self.redact.secrets):
-                    texts[i] = self.redact(text)
-                    records[i] = ItemResult.model_validate_json(texts[i])
+                    # its values, not its text: a secret may look like JSON or a field name
+                    masked = self.redact.values(records[i].model_dump(mode="json"))
+                    records[i] = ItemResult.model_validate(masked)
+                    texts[i] = record_json(records[i])
         places = None
         if self.journal is not None and records:
             try:

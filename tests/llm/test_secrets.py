@@ -21,6 +21,29 @@ def test_a_url_shows_no_password_and_no_secret_parameter() -> None:
     assert OpenAIEmbeddings("e", api_key="sk-test", base_url=url).name.endswith("api-version=2")
 
 
+def test_what_a_url_holds_is_masked_as_written_and_as_meant() -> None:
+    from agenteval._redact import handed
+
+    shown_url("http://tok-user-only-12345@127.0.0.1:9/v1?api-key=sk%2Bplus%2Bsecret&x=1")
+    text = "tok-user-only-12345 sk%2Bplus%2Bsecret sk+plus+secret"
+    assert handed(text) == "[REDACTED] [REDACTED] [REDACTED]"
+
+
+def test_a_dummy_key_for_a_local_server_is_no_secret() -> None:
+    from agenteval._redact import handed
+
+    OpenAIModel("g", api_key="anything", base_url="http://127.0.0.1:9/v1")
+    assert handed("Is there anything else?") == "Is there anything else?"
+
+
+def test_a_secret_that_looks_like_json_masks_values_not_text() -> None:
+    from agenteval._redact import Redactor
+
+    redact = Redactor(['"evaluator"'])
+    record = {"evaluator": 'a "evaluator" b', "items": [{'"evaluator"': 1}]}
+    assert redact.values(record) == {"evaluator": "a [REDACTED] b", "items": [{'"evaluator"': 1}]}
+
+
 def test_an_anthropic_model_on_another_server_is_named_for_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -37,7 +60,8 @@ import os
 
 from agenteval import BaseEvaluator
 from agenteval.judges import CorrectnessJudge
-from agenteval.llm import OpenAIModel
+from agenteval.llm import ModelRequest, OpenAIModel
+from agenteval.trajectory import Message
 
 KEY = "sk-handed-in-code-0123456789"
 
@@ -51,8 +75,11 @@ class Echoed(BaseEvaluator):
         return [{"id": 1}, {"id": 2}]
 
     def run(self, item):
-        if os.environ["WHERE"] == "run":  # in the item's own process, with -c
+        if os.environ["WHERE"] != "set_up":  # in the item's own process, with -c
             self.judge = CorrectnessJudge(_model(), expected="Paris")
+        if os.environ["WHERE"] == "run-and-crash":  # the record is built by the parent
+            print(_model().complete(ModelRequest(messages=[Message.user("hi")])).text)
+            os._exit(3)
         return "Paris"
 
     def evaluate(self, output, item):
@@ -65,7 +92,8 @@ def _model():
 
 
 @pytest.mark.parametrize(
-    ("where", "how"), [("set_up", ()), ("set_up", ("-c", "2")), ("run", ("-c", "2"))]
+    ("where", "how"),
+    [("set_up", ()), ("set_up", ("-c", "2")), ("run", ("-c", "2")), ("run-and-crash", ("-c", "2"))],
 )
 def test_a_key_handed_in_code_and_echoed_by_a_server_is_masked_everywhere(
     where: str,
@@ -84,10 +112,11 @@ def test_a_key_handed_in_code_and_echoed_by_a_server_is_masked_everywhere(
         env={"WHERE": where},
     )
 
-    assert result.code == 2, result  # the judge could not read a verdict
-    assert "Your header was Bearer [REDACTED]" in result.stdout
+    assert result.code == 2, result  # the judge could not read a verdict, or it crashed
+    report = json.loads((tmp_path / "report.json").read_text())
+    shown = result.stdout if where != "run-and-crash" else json.dumps(report)
+    assert "Your header was Bearer [REDACTED]" in shown
     files = [tmp_path / "report.json", *tmp_path.glob(".agenteval/runs/*/*")]
     for text in [result.stdout, result.stderr, *(f.read_text() for f in files)]:
         assert "sk-handed-in-code" not in text
-    report = json.loads((tmp_path / "report.json").read_text())
     assert report["run"]["totals"]["errored"] == 2

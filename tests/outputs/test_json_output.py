@@ -107,8 +107,11 @@ def test_json_output_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
     received: list[str] = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
     reader.start()
-    run_evaluations([MixedEvaluator], outputs=[JsonOutput(fifo)], journal=False)
+    output = JsonOutput(fifo)
+    summary = run_evaluations([MixedEvaluator], outputs=[output], journal=False)
     reader.join(10)
     assert json.loads(received[0])["schema_version"] == 1
+    output.finish_run(summary)  # written again (a signal came meanwhile): not into a stream
+    assert len(received) == 1
     assert fifo.is_fifo()  # not replaced by a regular file (as /dev/stdout must not be)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo"]

@@ -431,7 +431,9 @@ def _send_output(wfd: int, raw: Any, max_output_bytes: int | None) -> None:
 
 def _send_lesson(wfd: int, kind: str, value: Any) -> None:
     with contextlib.suppress(Exception):  # never the item's failure
-        _write_line(wfd, _LEARNED + json.dumps([kind, value]).encode())
+        # as it is, never masked: the parent must learn what the child learned (a secret
+        # among it, so that the parent masks it too)
+        _write_line(wfd, _LEARNED + json.dumps([kind, value]).encode(), masked=False)
 
 
 def _send_usage(wfd: int, usage: ItemUsage) -> None:
@@ -442,8 +444,8 @@ def _send_usage(wfd: int, usage: ItemUsage) -> None:
 _USAGE_SERIALIZER = ItemUsage.__pydantic_serializer__
 
 
-def _write_line(wfd: int, payload: bytes) -> None:
-    if handed:  # secrets handed to agenteval in code, even in this child alone: masked
+def _write_line(wfd: int, payload: bytes, *, masked: bool = True) -> None:
+    if masked and handed:  # secrets handed to agenteval in code, even in this child alone
         payload = handed(payload.decode()).encode()
     view = memoryview(payload + b"\n")
     while view:

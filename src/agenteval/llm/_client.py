@@ -48,21 +48,26 @@ def shown_url(url: str) -> str:
     """``url`` as a model's name shows it: without a user and password, and with the values
     of query parameters that look like secrets (``?api-key=...``) masked. Those secrets are
     remembered, so that an error that quotes the whole URL is masked too."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
-    from .._redact import MASK, secret_name
+    from .._redact import MASK, SHORTEST_SECRET, secret_name
 
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, netloc = netloc.rpartition("@")
-        remember(userinfo.partition(":")[2])
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    for name, value in query:
-        if secret_name(name):
-            remember(value)
-    shown = [(name, MASK if secret_name(name) else value) for name, value in query]
-    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(shown, safe="[]")))
+        for secret in userinfo.split(":", 1):  # a password, or a token as the user name
+            remember(secret, SHORTEST_SECRET)
+            remember(unquote(secret), SHORTEST_SECRET)
+    shown = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, equals, value = pair.partition("=")
+        if secret_name(unquote_plus(name)):
+            remember(value, SHORTEST_SECRET)  # as it is written, and as it is meant
+            remember(unquote_plus(value), SHORTEST_SECRET)
+            value = MASK
+        shown.append(f"{name}{equals}{value}")
+    return urlunsplit(parts._replace(netloc=netloc, query="&".join(shown)))
 
 
 class ForkSafeClient(Generic[C]):
@@ -160,6 +165,7 @@ class SdkClients:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._clients = ForkSafeClient(self._new_client)
+        remember(self._api_key)  # masked in the process it was unpickled in, too
 
     def _client_options(self) -> dict[str, Any]:
         return {

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import IO
 
@@ -43,6 +45,7 @@ class JsonOutput(OutputDriver):
     def __init__(self, path: str | Path = "evaluation-results.json") -> None:
         self.path = Path(path)
         self._target = self.path.absolute()  # where the run started, whatever items do
+        self._streamed = False  # written into a stream once: a second document would garble it
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Nothing per evaluator: the document is written once the run's verdict is known."""
@@ -51,9 +54,18 @@ class JsonOutput(OutputDriver):
         """Write the document through a temporary file and a rename (to where a symlink
         points, if it is one), or straight into what is not a regular file (``/dev/stdout``,
         a pipe), which a rename would replace."""
-        if _kind(self._target) == "special":
-            with open(self._target, "w", encoding="utf-8") as fh:
-                write_document(run, fh)
+        stream = _own_stream(self._target)
+        if stream is not None or _kind(self._target) == "special":
+            if not self._streamed:
+                self._streamed = True
+                if stream is not None:  # after what the console wrote there, never over it
+                    stream.flush()
+                    write_document(run, stream)
+                    stream.write("\n")
+                    stream.flush()
+                else:
+                    with open(self._target, "w", encoding="utf-8") as fh:
+                        write_document(run, fh)
             return
         target = Path(os.path.realpath(self._target))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +111,24 @@ def _kind(path: str | Path) -> str:
         mode = os.stat(path).st_mode
     except OSError:  # nothing there yet (or a symlink to nothing: made where it points)
         return "missing"
-    return "folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "special"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "file" if stat.S_ISREG(mode) else "special"
+
+
+def _own_stream(path: str | Path) -> IO[str] | None:
+    """This process's stdout or stderr, when ``path`` is what it writes to (``/dev/stdout``,
+    or the very file the shell sent it to): written through it, the report follows what
+    the console printed there, where a file of its own would overwrite or replace it."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        with contextlib.suppress(OSError, ValueError):
+            if os.path.samestat(target, os.fstat(fd)):
+                return stream
+    return None
 
 
 def _run_header(run: RunSummary) -> dict[str, object]:
