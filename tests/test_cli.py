@@ -595,6 +595,18 @@ def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write
         """,
     )
     assert cli("run").code == 0
+    write(
+        "evaluation.py",
+        """
+        OUTPUT_DIR = "reports"  # names near a setting's, holding what it never would
+        output_dir = "reports"
+        PRICE = 3
+        my_prices = {}
+        priced = {"m": True}
+        outputter = []
+        """,
+    )
+    assert cli("run").code == 0
 
 
 def test_cli_config_outputs_are_used(cli: Cli, write: Write, tmp_path: Path) -> None:

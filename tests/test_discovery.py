@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -127,7 +128,13 @@ def test_discover_finds_evaluators_built_on_a_base_class_in_a_helper_file(
         "from _bases import JudgedBase\n\nclass Refunds(JudgedBase):\n    pass\n",
     )
     write("evals/notes.py", "raise RuntimeError('never imported: no evaluator class named')\n")
+    write(
+        "evals/report.py",
+        "# prints what JudgedBase found: mentions it, defines nothing derived from it\n"
+        "raise SystemExit('never imported')\n",
+    )
     write("evals/SupportBase_notes.txt", "not Python")
+    os.mkfifo(tmp_path / "evals" / "_scratch.py")  # a helper is only read, and not this one
     assert [s.id for s in discover(["evals"])] == ["evals/refunds.py::Refunds"]
 
 

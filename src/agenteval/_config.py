@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import runpy
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,8 +169,14 @@ def _check_names(namespace: dict[str, Any], shown: str) -> None:
             continue
         if isinstance(value, types.ModuleType) or callable(value):
             continue
-        close = difflib.get_close_matches(name.lower(), _SETTINGS, n=1, cutoff=0.75)
-        if close and close[0] not in namespace:
+        close = difflib.get_close_matches(name.lower(), _SETTINGS, n=1, cutoff=0.85)
+        # only what the setting would hold: OUTPUT_DIR = "reports" is a helper of yours
+        meant = close and (
+            isinstance(value, Mapping)
+            if close[0] == "prices"
+            else isinstance(value, (OutputDriver, Sequence)) and not isinstance(value, str)
+        )
+        if meant and close[0] not in namespace:
             raise ConfigError(
                 f"{shown}: {name!r} is not a setting: did you mean {close[0]!r}? (a config "
                 f"file sets 'output' and 'prices'; give a helper of yours a leading '_')"

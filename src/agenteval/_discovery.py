@@ -49,8 +49,9 @@ _CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
 
 
 def _candidate_files(folder: Path) -> list[Path]:
-    """The files of ``folder`` to import: those that mention ``BaseEvaluator``, or a class
-    that, by the folder's sources, derives from it (a base of yours in a helper file)."""
+    """The files of ``folder`` to import: those that mention ``BaseEvaluator``, or that
+    define a class deriving, by the folder's sources, from a base class of yours that
+    derives from it (kept in a helper file, say)."""
     texts: dict[Path, str] = {}
     for path in sorted(folder.rglob("*.py")):
         rel = path.relative_to(folder).parts
@@ -60,31 +61,40 @@ def _candidate_files(folder: Path) -> list[Path]:
             (folder / Path(*rel[:i])).joinpath("pyvenv.cfg").exists() for i in range(1, len(rel))
         ):
             continue
+        helper = path.name.startswith("_")  # never imported: read for its classes only
         if path.exists() and not path.is_file() and not path.is_dir():
+            if helper:
+                continue
             # a pipe would never end a read
             raise DiscoveryError(f"Could not read {path}: not a regular file (a pipe or device)")
         try:
             texts[path] = path.read_text(encoding="utf-8-sig", errors="replace")
         except OSError as exc:
+            if helper:
+                continue
             raise DiscoveryError(f"Could not read {path}: {exc.strerror or exc}") from None
-    names = _evaluator_class_names(texts.values())
-    mentions = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+    classes = {path: _classes(text) for path, text in texts.items()}
+    names = _evaluator_class_names([c for found in classes.values() for c in found])
     return [
         path
         for path, text in texts.items()
-        if not path.name.startswith("_") and mentions.search(text)
+        if not path.name.startswith("_")
+        and ("BaseEvaluator" in text or any(bases & names for _, bases in classes[path]))
     ]
 
 
-def _evaluator_class_names(texts: Iterable[str]) -> set[str]:
-    """``BaseEvaluator`` and the classes these sources derive from it, directly or not."""
-    bases = [
+def _classes(text: str) -> list[tuple[str, set[str]]]:
+    """The classes a source defines, each with the names of its bases (``a.B`` is ``B``)."""
+    return [
         (name, {base.split("=")[-1].strip().rsplit(".", 1)[-1] for base in listed.split(",")})
-        for text in texts
         for name, listed in _CLASS.findall(text)
     ]
+
+
+def _evaluator_class_names(classes: list[tuple[str, set[str]]]) -> set[str]:
+    """``BaseEvaluator`` and the classes derived from it among ``classes``, directly or not."""
     names = {"BaseEvaluator"}
-    while grown := {name for name, of in bases if of & names and name not in names}:
+    while grown := {name for name, bases in classes if bases & names and name not in names}:
         names |= grown
     return names
 

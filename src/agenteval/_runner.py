@@ -146,12 +146,10 @@ def _a(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
-def _iterable(value: object) -> bool:
-    try:
-        iter(value)  # type: ignore[call-overload]
-    except TypeError:
-        return False
-    return True
+def _iterable(cls: type) -> bool:
+    """Whether ``iter()`` takes instances of ``cls`` (asked of the class: a stream opened
+    to find out would be opened twice)."""
+    return callable(getattr(cls, "__iter__", None)) or hasattr(cls, "__getitem__")
 
 
 class _Ids:
@@ -346,7 +344,7 @@ class _Run:
                 "None (is a return missing?)"
                 if dataset is None
                 else _a(type(dataset).__name__)
-                if isinstance(dataset, (Mapping, str, bytes)) or not _iterable(dataset)
+                if isinstance(dataset, (Mapping, str, bytes)) or not _iterable(type(dataset))
                 else None
             )
             if returned is not None:
@@ -714,14 +712,15 @@ def _count(n: int, noun: str) -> str:
 
 
 def _verdict_notices(summary: RunSummary, min_success_rate: float, max_errors: int) -> list[str]:
-    """What the verdict let pass that a reader of its last line might not expect."""
+    """What the verdict let pass that a reader of its last line might not expect (of a run
+    that was not interrupted: then what did not run is what the resume hint is about)."""
+    if summary.interrupted:
+        return []
     notices = [
         f"{s.name} has no items (its dataset is empty): nothing of it was evaluated"
         for s in summary.evaluators
         if s.total == 0 and s.status not in ("skipped", "error")
     ]
-    if summary.interrupted:
-        return notices
     failed = summary.failed
     if failed and summary.exit_code == EXIT_OK:
         notices.append(
