@@ -22,6 +22,9 @@ from agenteval._serialize import json_size, shrink
         ({"q": 'a"b"c"d'}, 12, {"q": 'a"b'}),  # escapes count
         ({"k": "long text"}, 7, {}),  # no "k": "" that the output never had
         ([[1, 2, 3]], 1, []),  # under 2 bytes: the empty value
+        ("\x00" * 20, 14, "\x00\x00"),  # escapes count: "\u0000" is 6 bytes of JSON
+        # a placeholder is kept whole or left out: cut, it would name a made-up type
+        ([1, {"unserializable": "builtins.int", "repr": "x" * 40}], 40, [1]),
     ],
 )
 def test_shrink_keeps_the_start_of_the_value(value: Any, limit: int, kept: Any) -> None:

@@ -127,12 +127,11 @@ def json_size(value: Any) -> int:
 
 def shrink(value: Any, limit: int) -> Any:
     """``value`` (JSON-safe, larger than ``limit`` by :func:`json_size`) cut down to at
-    most ``limit`` bytes, staying the kind of value it was: text keeps its start, a list
-    its first elements and an object its first keys, the last of them cut down in turn.
-    Nothing is made up: an element of which nothing fits is left out. (Under two bytes,
-    ``""``, ``[]`` or ``{}`` is what is left.)"""
-    if isinstance(value, str):  # counted as json_size counts it: its UTF-8 and two quotes
-        return value.encode("utf-8", "surrogatepass")[: max(0, limit - 2)].decode("utf-8", "ignore")
+    most ``limit`` bytes of compact JSON (escapes counted), staying the kind of value it
+    was: text keeps its start, a list its first elements and an object its first keys, the
+    last of them cut down in turn. Nothing is made up: an element of which nothing fits is
+    left out, and a placeholder is kept whole or not at all. (Under two bytes, ``""``,
+    ``[]`` or ``{}`` is what is left.)"""
     kept = _fit(value, limit, measured=True)
     return type(value)() if kept is _NOTHING else kept
 
@@ -168,30 +167,51 @@ def _longest(count: int, size: Any, budget: int) -> int:
     return low
 
 
+_STRETCH = 4096
+"""Elements of a list or object measured together, at most (see ``_fit``)."""
+
+
 def _fit(value: Any, budget: int, *, measured: bool = False) -> Any:
     """As much of ``value`` as fits in ``budget`` bytes of compact JSON, or ``_NOTHING``
     (``measured``: it is known not to fit whole)."""
     if not measured and _size(value) <= budget:
         return value
-    if budget < 2 or not isinstance(value, (str, list, dict)):
-        return _NOTHING  # a number, say, is kept whole or not at all
-    if isinstance(value, str):
-        return value[: _longest(len(value), lambda n: _size(value[:n]), budget)]
+    if budget < 2 or not isinstance(value, (str, list, dict)) or _is_placeholder(value):
+        return _NOTHING  # a number (or what stands for a value) is kept whole or not at all
+    if isinstance(value, str):  # (a character takes a byte at least)
+        return value[: _longest(min(len(value), budget), lambda n: _size(value[:n]), budget)]
     pairs = list(value.items()) if isinstance(value, dict) else value
     build: Any = dict if isinstance(value, dict) else list
-    # the whole elements that fit (not all of them: the value does not), then as much of
-    # the next one as the room left holds; an element takes 2 bytes at least, with a comma
-    most = min(len(pairs) - 1, budget // 2)
-    whole = _longest(most, lambda n: _size(build(pairs[:n])), budget)
+    # the whole elements that fit, measured a stretch at a time (growing while they fit,
+    # one by one where a stretch does not: one huge element is measured twice at most),
+    # then as much of the next one as the room left holds
+    # (not all of them fit, so the last one need not be measured: if all before it fit, it
+    # is the one cut down)
+    last = len(pairs) - 1
+    used, whole, stretch = 2, 0, 1  # the brackets; elements kept; to measure next
+    while whole < last:
+        end = min(whole + stretch, last)
+        more = _size(build(pairs[whole:end])) - 2 + (1 if whole else 0)
+        if used + more <= budget:
+            used, whole, stretch = used + more, end, min(2 * stretch, _STRETCH)
+        elif stretch > 1:
+            stretch = 1
+        else:
+            break
     kept = build(pairs[:whole])
-    room = budget - _size(kept) - (1 if whole else 0)  # a comma before the next
+    room = budget - used - (1 if whole else 0)  # a comma before the next
     if isinstance(value, dict):
         key, rest = pairs[whole]
-        part = _fit(rest, room - _size(key) - 1)  # its key and a colon
+        part = _fit(rest, room - _size(key) - 1, measured=True)  # its key and a colon
         if part is not _NOTHING and part not in ("", [], {}):
             kept[key] = part
     else:
-        part = _fit(pairs[whole], room)
+        part = _fit(pairs[whole], room, measured=True)
         if part is not _NOTHING and part not in ("", [], {}):
             kept.append(part)
     return kept
+
+
+def _is_placeholder(value: Any) -> bool:
+    """Whether ``value`` is a :func:`placeholder` (cut, it would name a made-up type)."""
+    return isinstance(value, dict) and value.keys() == {"unserializable", "repr"}
