@@ -481,17 +481,16 @@ class _ItemLoop:
         """The item caught every cancellation and goes on: it is ``timeout`` now, and its
         worker is left to it (nothing it does is recorded) while a fresh one takes its
         slot. Only the loop's closing stops it, as far as anything can."""
-        assert self.stalls is not None
         item = self._tasks[key]
         how = ": it caught every cancellation and went on, and was left running unrecorded"
         record = fault_record(
-            item, self._timeout(how), time.perf_counter() - self.started.pop(key), "timeout"
+            item, self._timeout(how), time.perf_counter() - self.started[key], "timeout"
         )
         self.done.put((key, self._with_output(record, key)))
+        # it still runs, and is still this item's (its hold-ups of the loop, its state):
+        # the worker tidies up after it, should it ever end
         self._abandoned.add(worker)
         self._running.discard(worker)
-        del self._current[key]
-        self.stalls.finish(key)
         self._spawn()
 
     def _spawn(self) -> None:
@@ -534,10 +533,10 @@ class _ItemLoop:
                 duration = time.perf_counter() - self.started[key]
                 record = fault_record(task, error_info("run", exc), duration)
             finally:
-                del self._tasks[key]
-                if me not in self._abandoned:
-                    del self._current[key]
+                del self._tasks[key], self._current[key]
             if me in self._abandoned:  # it was recorded when it was left to its item
+                self._abandoned.discard(me)
+                del self.started[key]
                 return
             self.done.put((key, record))
             del self.started[key]
