@@ -551,6 +551,13 @@ COMPLETION = (
             "answered with '<html>app</html>', not a chat completion",
         ),
         (COMPLETION % ("123", ""), "application/json", "whose content is int 123, not text"),
+        # the same page, sent as JSON: not worth a retry either
+        ("<!doctype html><html>app</html>", "application/json", "is a web page, not JSON"),
+        (
+            COMPLETION.replace('{"role": "assistant", "content": %s}', "null") % "",
+            "application/json",
+            "returned a malformed chat completion (AttributeError",
+        ),
     ],
 )
 def test_openai_model_a_reply_that_is_not_a_completion_is_one_line(
@@ -559,6 +566,7 @@ def test_openai_model_a_reply_that_is_not_a_completion_is_one_line(
     fake_provider.add(FakeProvider.raw(body, content_type=content_type))
     with pytest.raises(ProviderRequestError, match=re.escape(error)):
         make().complete(HI)
+    assert len(fake_provider.requests) == 1  # never retried
 
 
 def test_openai_model_json_cut_short_is_retried(

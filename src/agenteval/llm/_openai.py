@@ -265,6 +265,18 @@ class OpenAIModel(SdkClients):
     def _to_response(
         self, completion: ChatCompletion, request: ModelRequest, retries: int
     ) -> ModelResponse:
+        try:
+            return self._read(completion, request, retries)
+        except (AttributeError, TypeError, ValueError) as exc:  # a field missing or null, say
+            raise ProviderRequestError(
+                f"{self.name} returned a malformed chat completion ({type(exc).__name__}: "
+                f"{one_line(str(exc), 120)}): check that the server implements the OpenAI chat "
+                "completions API"
+            ) from None
+
+    def _read(
+        self, completion: ChatCompletion, request: ModelRequest, retries: int
+    ) -> ModelResponse:
         from openai.types.chat import ChatCompletion
 
         if not isinstance(completion, ChatCompletion):  # a web page behind a wrong URL, say
@@ -359,7 +371,7 @@ def _tokens(counts: Any, name: str) -> int:
     value = getattr(counts, name, None) if counts is not None else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    return int(value) if 0 <= value < float("inf") else 0
+    return int(value) if 0 <= value < 1e12 else 0  # (no reply has a trillion tokens)
 
 
 def _arguments(raw: str) -> dict[str, Any]:

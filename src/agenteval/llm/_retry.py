@@ -167,8 +167,10 @@ def classify_sdk_error(
         return Failure("transient", f"timed out after {timeout:g}s while reading {reading}")
     if isinstance(exc, httpx2.TransportError):
         return Failure("transient", f"connection error while reading {reading}: {root_cause(exc)}")
-    if isinstance(exc, json.JSONDecodeError):  # a 200 whose JSON was cut short, say
-        return Failure(
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.doc.lstrip()[:1] == "<":  # a web page: what a wrong base URL often answers
+            return Failure("request", f"{reading} is a web page, not JSON: check the base_url")
+        return Failure(  # a 200 whose JSON was cut short, say
             "transient", f"{reading} was not valid JSON ({exc.msg} at character {exc.pos})"
         )
     return None
