@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import _lessons
+
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
 SHORTEST_SECRET = 8
 """Shortest secret masked (a password in a URL, say): shorter ones are common words."""
@@ -31,8 +33,6 @@ def remember(secret: str | None, shortest: int = _MIN_HANDED) -> None:
     error would show it — also in the process a forked item's process reports to."""
     if secret and len(secret) >= shortest and secret not in _HANDED:
         _HANDED.append(secret)
-        from . import _lessons
-
         _lessons.learned(_LESSON, secret)
 
 
@@ -90,11 +90,4 @@ class Redactor:
 handed = Redactor([])
 """Masks the secrets handed to agenteval in code alone (a forked child's records)."""
 
-
-def _register() -> None:
-    from . import _lessons
-
-    _lessons.taught_by(_LESSON, _taught)
-
-
-_register()
+_lessons.taught_by(_LESSON, _taught)
