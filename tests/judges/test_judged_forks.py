@@ -117,3 +117,36 @@ def test_what_one_forked_item_learns_of_a_server_the_next_ones_know(
     rejected = [r for r in fake_provider.requests if "response_format" in r.json]
     assert 1 <= len(rejected) <= 2  # those in flight before the first lesson came back
     assert len(fake_provider.requests) == 8 + len(rejected)
+
+
+@pytest.mark.parametrize("how", [("-c", "2"), ("--executor", "async", "-c", "2")])
+def test_an_item_cut_off_by_an_interrupt_keeps_the_usage_of_its_judge_calls(
+    how: tuple[str, ...], fake_provider: FakeProvider, write: Any, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import AGENTEVAL
+
+    fake_provider.respond_with(_reply)
+    write("two_judges.py", TWO_JUDGES)
+    env = {**os.environ, "FAKE_URL": fake_provider.openai_base_url}
+    args = [AGENTEVAL, "run", "two_judges.py", *how, "--grace", "1", "--no-cache"]
+    proc = subprocess.Popen(
+        [*args, "--output-json", "report.json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while len(fake_provider.requests) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)  # both first calls answered, "stuck"'s second one hanging
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+
+    assert proc.returncode == 130
+    report = json.loads((tmp_path / "report.json").read_text())
+    items = {i["id"]: i for i in report["evaluators"][0]["items"]}
+    assert items["stuck"]["status"] == "cancelled"
+    assert items["stuck"]["usage"]["judge_calls"] == 1
+    assert report["run"]["usage"]["judge_calls"] == 2

@@ -130,7 +130,8 @@ class AsyncExecutor(Executor):
             while running:
                 key = next(iter(running))
                 _, task = running.pop(key)
-                on_result(cancelled_record(task, now - items.started.get(key, now), stop.cut_off))
+                record = cancelled_record(task, now - items.started.get(key, now), stop.cut_off)
+                on_result(items.with_spent(key, record))
             raise
         finally:
             self._items.close(wait)
@@ -188,7 +189,8 @@ class AsyncExecutor(Executor):
                     items.cancel(key)
                 while running:
                     key = next(iter(running))
-                    on_result(cancelled_record(running.pop(key)[1], stop.grace))
+                    record = cancelled_record(running.pop(key)[1], stop.grace)
+                    on_result(items.with_spent(key, record))
                 return _CANCEL_WAIT
             stuck = items.stuck() if self._given_up < _MOST_GIVEN_UP else None
             if stuck is not None:
@@ -291,7 +293,7 @@ class _ItemLoop:
         self._timed_out: dict[int, int] = {}  # item key -> cancellations sent
         self._tasks: dict[int, ItemTask] = {}  # the items running
         self._returned: dict[int, list[Any]] = {}  # what their run returned
-        self._spent: dict[int, ItemUsage] = {}  # their usage so far (with --timeout)
+        self._spent: dict[int, ItemUsage] = {}  # their usage so far (read by the main thread)
         self._abandoned: set[asyncio.Task[None]] = set()  # workers left to a stubborn item
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
@@ -423,13 +425,17 @@ class _ItemLoop:
             return record
         return record.model_copy(update={"status": "timeout", "error": self._timeout(how)})
 
+    def with_spent(self, key: int, record: ItemResult) -> ItemResult:
+        """The record of an item stopped before it made its own (timed out, cancelled),
+        with what its model calls cost so far."""
+        spent = self._spent.get(key)
+        return record if spent is None else record.model_copy(update={"usage": spent})
+
     def _with_output(self, record: ItemResult, key: int) -> ItemResult:
         """A timeout's record, with what the item's model calls cost so far, and the output
         if ``run`` had returned: the item stopped in ``evaluate`` (a stuck judge, not a
         stuck agent), as a child's record says too."""
-        spent = self._spent.get(key)
-        if spent is not None:
-            record = record.model_copy(update={"usage": spent})
+        record = self.with_spent(key, record)
         returned = self._returned.get(key)
         if not returned or record.error is None:
             return record
@@ -566,7 +572,7 @@ class _ItemLoop:
                 task,
                 max_output_bytes=self.max_output_bytes,
                 ran=returned.append,
-                spent=spent if self.timeout is not None else None,
+                spent=spent,
             )
             return self._overran(key, record) if self.stalls is not None else record
         except asyncio.CancelledError as exc:
