@@ -552,6 +552,8 @@ DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
             "'output' and 'prices'; give a helper of yours a leading '_')",
         ),
         ("--config", "Prices = {}\n", "'Prices' is not a setting: did you mean 'prices'?"),
+        ("--config", DRIVERS + "ouptut = [JsonOutput('r.json')]\n", "did you mean 'output'?"),
+        ("--config", "pricse = {}\n", "'pricse' is not a setting: did you mean 'prices'?"),
         ("--config", "prices = []\n", "conf.py: prices must be a dict of model name -> "),
         ("--config", "prices = {1: {}}\n", "conf.py: prices[1]: a model's name must be text"),
         (
@@ -602,7 +604,7 @@ def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write
         output_dir = "reports"
         PRICE = 3
         my_prices = {}
-        priced = {"m": True}
+        prices_table = {"m": True}
         outputter = []
         """,
     )
@@ -744,7 +746,7 @@ def test_cli_a_signal_while_the_json_report_is_written_is_in_its_verdict(
     assert (run["exit_code"], run["interrupted"]) == (code, signal_name)
     notice = (
         f"{signal_name} came while agenteval's report files were written: they were written "
-        "again, with the run interrupted"
+        "again, with the run interrupted (one sent into a pipe or device keeps the first)"
     )
     assert notice in run["notices"] and notice in result.stdout.replace("\n", " ")
     assert result.lines[-1].endswith(f"exit {code}")

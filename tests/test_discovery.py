@@ -127,6 +127,10 @@ def test_discover_finds_evaluators_built_on_a_base_class_in_a_helper_file(
         "evals/refunds.py",
         "from _bases import JudgedBase\n\nclass Refunds(JudgedBase):\n    pass\n",
     )
+    write(  # the base under a name of its own
+        "evals/returns.py",
+        "from _bases import JudgedBase as JB\n\nclass Returns(JB):\n    pass\n",
+    )
     write("evals/notes.py", "raise RuntimeError('never imported: no evaluator class named')\n")
     write(
         "evals/report.py",
@@ -135,7 +139,10 @@ def test_discover_finds_evaluators_built_on_a_base_class_in_a_helper_file(
     )
     write("evals/SupportBase_notes.txt", "not Python")
     os.mkfifo(tmp_path / "evals" / "_scratch.py")  # a helper is only read, and not this one
-    assert [s.id for s in discover(["evals"])] == ["evals/refunds.py::Refunds"]
+    assert [s.id for s in discover(["evals"])] == [
+        "evals/refunds.py::Refunds",
+        "evals/returns.py::Returns",
+    ]
 
 
 def test_discover_lets_evaluators_import_siblings(

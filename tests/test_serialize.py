@@ -76,6 +76,12 @@ def test_shrink_fits_the_limit_and_keeps_a_start_of_any_value() -> None:
     assert checked > 2500
 
 
+def test_text_full_of_escapes_is_measured_as_json_holds_it() -> None:
+    output, truncated, size, _ = recorded_output("\x00" * 9000, 10_000)
+    assert (truncated, size) == (True, 6 * 9000 + 2)
+    assert json_size(output) <= 10_000
+
+
 def test_a_recorded_output_above_the_limit_is_cut_to_its_shape() -> None:
     rows = [{"id": i, "text": "lorem ipsum " * 10} for i in range(5000)]
     output, truncated, size, _ = recorded_output({"rows": rows}, 100_000)

@@ -161,20 +161,20 @@ _SETTINGS = ("output", "prices")
 def _check_names(namespace: dict[str, Any], shown: str) -> None:
     """A setting misspelt (``outputs = [...]``, ``Output``) would be ignored, and the report
     it meant to write lost without a word. (Modules, functions and classes are helpers.)"""
-    import difflib
     import types
 
+    from rapidfuzz.distance import OSA
+
     for name, value in namespace.items():
-        if name.startswith("_") or name in _SETTINGS:
+        if name.startswith("_") or name in _SETTINGS or isinstance(value, types.ModuleType):
             continue
-        if isinstance(value, types.ModuleType) or callable(value):
-            continue
-        close = difflib.get_close_matches(name.lower(), _SETTINGS, n=1, cutoff=0.85)
-        # only what the setting would hold: OUTPUT_DIR = "reports" is a helper of yours
+        # a typo: one letter off, or two swapped (ouptut), or another case (Output)
+        close = [s for s in _SETTINGS if OSA.distance(name.lower(), s) <= 1]
+        # holding what the setting would: OUTPUT_DIR = "reports" is a helper of yours
         meant = close and (
             isinstance(value, Mapping)
             if close[0] == "prices"
-            else isinstance(value, (OutputDriver, Sequence)) and not isinstance(value, str)
+            else isinstance(value, (OutputDriver, Sequence, type)) and not isinstance(value, str)
         )
         if meant and close[0] not in namespace:
             raise ConfigError(

@@ -46,6 +46,7 @@ def _display_path(path: Path, root: Path) -> str:
 
 
 _CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
+_ALIAS = re.compile(r"\b(\w+)[ \t]+as[ \t]+(\w+)")
 
 
 def _candidate_files(folder: Path) -> list[Path]:
@@ -74,7 +75,8 @@ def _candidate_files(folder: Path) -> list[Path]:
                 continue
             raise DiscoveryError(f"Could not read {path}: {exc.strerror or exc}") from None
     classes = {path: _classes(text) for path, text in texts.items()}
-    names = _evaluator_class_names([c for found in classes.values() for c in found])
+    aliases = [pair for text in texts.values() for pair in _ALIAS.findall(text)]
+    names = _evaluator_class_names([c for found in classes.values() for c in found], aliases)
     return [
         path
         for path, text in texts.items()
@@ -91,10 +93,19 @@ def _classes(text: str) -> list[tuple[str, set[str]]]:
     ]
 
 
-def _evaluator_class_names(classes: list[tuple[str, set[str]]]) -> set[str]:
-    """``BaseEvaluator`` and the classes derived from it among ``classes``, directly or not."""
+def _evaluator_class_names(
+    classes: list[tuple[str, set[str]]], aliases: list[tuple[str, str]]
+) -> set[str]:
+    """``BaseEvaluator`` and the classes derived from it among ``classes``, directly or not,
+    under their own names and those they are imported as (``import SupportBase as SB``)."""
     names = {"BaseEvaluator"}
-    while grown := {name for name, bases in classes if bases & names and name not in names}:
+    while (
+        grown := (
+            {name for name, bases in classes if bases & names}
+            | {alias for name, alias in aliases if name in names}
+        )
+        - names
+    ):
         names |= grown
     return names
 

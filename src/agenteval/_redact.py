@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -52,14 +53,31 @@ class Redactor:
         self._own = {s for s in secrets if len(s) >= SHORTEST_SECRET}
         self._handed = -1  # how many of _HANDED ``secrets`` holds
         self._secrets: list[str] = []
+        self._in_json: list[str] = []
 
     @property
     def secrets(self) -> list[str]:
         """Every secret, longest first (one inside another is masked whole)."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[list[str], list[str]]:
+        """The secrets, and each as JSON text holds it (a quote or a backslash escaped)."""
         if self._handed != len(_HANDED):
             self._handed = len(_HANDED)
             self._secrets = sorted(self._own.union(_HANDED), key=len, reverse=True)
-        return self._secrets
+            self._in_json = [json.dumps(s, ensure_ascii=False)[1:-1] for s in self._secrets]
+        return self._secrets, self._in_json
+
+    def in_json(self, text: str) -> bool:
+        """Whether JSON ``text`` holds a secret."""
+        return any(secret in text for secret in self._current()[1])
+
+    def json(self, text: str) -> str:
+        """JSON ``text`` with every secret in it masked, the text staying valid JSON."""
+        for secret in self._current()[1]:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Redactor:
@@ -74,11 +92,11 @@ class Redactor:
         return text
 
     def values(self, data: Any) -> Any:
-        """JSON-like ``data`` with every text value masked (keys are left as they are)."""
+        """JSON-like ``data`` with every text in it masked, keys included."""
         if isinstance(data, str):
             return self(data)
         if isinstance(data, dict):
-            return {key: self.values(value) for key, value in data.items()}
+            return {self(key): self.values(value) for key, value in data.items()}
         if isinstance(data, list):
             return [self.values(value) for value in data]
         return data

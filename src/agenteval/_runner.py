@@ -456,7 +456,7 @@ class _Run:
         texts = [record_json(result) for result in records]
         if self.redact:
             for i, text in enumerate(texts):
-                if any(s in text for s in self.redact.secrets):
+                if self.redact.in_json(text):
                     # its values, not its text: a secret may look like JSON or a field name
                     masked = self.redact.values(records[i].model_dump(mode="json"))
                     records[i] = ItemResult.model_validate(masked)
@@ -1009,7 +1009,8 @@ def run_evaluations(
                         _settle(summary, driver_set, stop)
                         summary.notices.append(
                             f"{stop.requested} came while agenteval's report files were "
-                            f"written: they were written again, with the run interrupted"
+                            f"written: they were written again, with the run interrupted (one "
+                            f"sent into a pipe or device keeps the first)"
                         )
                         driver_set.call_some("finish_run", partial(_finishes_in, 1), summary)
             except HardStop:

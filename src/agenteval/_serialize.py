@@ -120,8 +120,6 @@ def _key(key: object) -> str:
 
 def json_size(value: Any) -> int:
     """Bytes of ``value`` (already JSON-safe) as compact UTF-8 JSON."""
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass")) + 2  # a lone surrogate counts
     return _size(value)
 
 
@@ -140,7 +138,7 @@ _NOTHING = object()
 
 
 def _size(value: Any) -> int:
-    """Exactly :func:`json_size`'s compact JSON, escapes included, for text as well."""
+    """Bytes of compact UTF-8 JSON, escapes included (a lone surrogate counts, not fails)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return len(text.encode("utf-8", "surrogatepass"))
 
@@ -183,7 +181,7 @@ def _fit(value: Any, budget: int, *, measured: bool = False) -> Any:
     pairs = list(value.items()) if isinstance(value, dict) else value
     build: Any = dict if isinstance(value, dict) else list
     # the whole elements that fit, measured a stretch at a time (growing while they fit,
-    # one by one where a stretch does not: one huge element is measured twice at most),
+    # one by one where a stretch does not),
     # then as much of the next one as the room left holds
     # (not all of them fit, so the last one need not be measured: if all before it fit, it
     # is the one cut down)

@@ -24,6 +24,7 @@ def test_a_url_shows_no_password_and_no_secret_parameter() -> None:
 def test_what_a_url_holds_is_masked_as_written_and_as_meant() -> None:
     from agenteval._redact import handed
 
+    assert shown_url("http://h/v1?access_token") == "http://h/v1?access_token"  # no value
     shown_url("http://tok-user-only-12345@127.0.0.1:9/v1?api-key=sk%2Bplus%2Bsecret&x=1")
     text = "tok-user-only-12345 sk%2Bplus%2Bsecret sk+plus+secret"
     assert handed(text) == "[REDACTED] [REDACTED] [REDACTED]"
@@ -36,12 +37,18 @@ def test_a_dummy_key_for_a_local_server_is_no_secret() -> None:
     assert handed("Is there anything else?") == "Is there anything else?"
 
 
-def test_a_secret_that_looks_like_json_masks_values_not_text() -> None:
+def test_a_secret_with_quotes_is_found_and_masked_in_json_and_in_values() -> None:
+    import json
+
     from agenteval._redact import Redactor
 
-    redact = Redactor(['"evaluator"'])
-    record = {"evaluator": 'a "evaluator" b', "items": [{'"evaluator"': 1}]}
-    assert redact.values(record) == {"evaluator": "a [REDACTED] b", "items": [{'"evaluator"': 1}]}
+    secret = 'Tr0ub4dor"&3\\xkcd'
+    redact = Redactor([secret])
+    record = {"output": f"pw {secret}", "input": {secret: 1}}
+    text = json.dumps(record)
+    assert redact.in_json(text)
+    assert json.loads(redact.json(text)) == {"output": "pw [REDACTED]", "input": {"[REDACTED]": 1}}
+    assert redact.values(record) == {"output": "pw [REDACTED]", "input": {"[REDACTED]": 1}}
 
 
 def test_an_anthropic_model_on_another_server_is_named_for_it(

@@ -590,7 +590,8 @@ class _ItemLoop:
         finally:
             self._returned.pop(key, None)
             self._spent.pop(key, None)
-            ITEM.reset(token)
+            with contextlib.suppress(ValueError):  # closed by the garbage collector elsewhere
+                ITEM.reset(token)
             me = asyncio.current_task()
             if me is not None and sys.version_info >= (3, 11) and key not in self._ours:
                 while me.cancelling():  # a timeout's, or one the item's code asked for

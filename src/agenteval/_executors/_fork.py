@@ -446,7 +446,7 @@ _USAGE_SERIALIZER = ItemUsage.__pydantic_serializer__
 
 def _write_line(wfd: int, payload: bytes, *, masked: bool = True) -> None:
     if masked and handed:  # secrets handed to agenteval in code, even in this child alone
-        payload = handed(payload.decode()).encode()
+        payload = handed.json(payload.decode()).encode()
     view = memoryview(payload + b"\n")
     while view:
         written = os.write(wfd, view)
@@ -904,6 +904,10 @@ class ForkExecutor(Executor):
             if line == _ACK:
                 child.acked = True
                 continue
+            if line.startswith(_LEARNED):  # (also from an item given up on: a secret, say)
+                with contextlib.suppress(Exception):  # a lesson is a saving, never a must
+                    _lessons.take(*json.loads(line[len(_LEARNED) :]))
+                continue
             if child.timed_out or child.cancelled:
                 continue  # too late: the item was already given up on
             if line.startswith(_RAN):
@@ -911,10 +915,6 @@ class ForkExecutor(Executor):
                 continue
             if line.startswith(_SPENT):
                 child.spent = line[len(_SPENT) :]
-                continue
-            if line.startswith(_LEARNED):
-                with contextlib.suppress(Exception):  # a lesson is a saving, never a must
-                    _lessons.take(*json.loads(line[len(_LEARNED) :]))
                 continue
             lines.append((child.task, line, time.monotonic() - child.started))
             del self._held[child.number]

@@ -62,7 +62,7 @@ def shown_url(url: str) -> str:
     shown = []
     for pair in parts.query.split("&") if parts.query else []:
         name, equals, value = pair.partition("=")
-        if secret_name(unquote_plus(name)):
+        if equals and secret_name(unquote_plus(name)):
             remember(value, SHORTEST_SECRET)  # as it is written, and as it is meant
             remember(unquote_plus(value), SHORTEST_SECRET)
             value = MASK
