@@ -17,7 +17,8 @@ def test_a_url_shows_no_password_and_no_secret_parameter() -> None:
     url = "https://gw:hunter2-PASSWORD@gateway.example:8443/v1?api-key=sk-q-123456789&api-version=2"
     assert shown_url(url) == ("https://gateway.example:8443/v1?api-key=[REDACTED]&api-version=2")
     model = OpenAIModel("g", api_key="sk-test", base_url=url)
-    assert "hunter2" not in model.name and "sk-q-" not in model.name
+    for shown in (model.name, repr(model)):
+        assert "hunter2" not in shown and "sk-q-" not in shown, shown
     assert OpenAIEmbeddings("e", api_key="sk-test", base_url=url).name.endswith("api-version=2")
 
 

@@ -90,12 +90,6 @@ class AnthropicModel(SdkClients):
     _sdk_name = "anthropic"
 
     @property
-    def name(self) -> str:
-        """``"anthropic:<model>"``, or ``"anthropic:<model>@<base_url>"`` for another server
-        (``base_url``, or ``ANTHROPIC_BASE_URL``): its cached replies are its own."""
-        return self._name
-
-    @property
     def retry(self) -> RetryPolicy:
         """The retry policy of this model."""
         return self._retry

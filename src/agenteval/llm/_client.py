@@ -70,6 +70,12 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query="&".join(shown)))
 
 
+def openai_name(model: str, base_url: str | None) -> str:
+    """The name of a model of OpenAI's API: ``"openai:<model>"``, or on another server
+    ``"openai-compatible:<model>@<base_url>"``."""
+    return f"openai-compatible:{model}@{shown_url(base_url)}" if base_url else f"openai:{model}"
+
+
 class ForkSafeClient(Generic[C]):
     """Builds an SDK client on first use and again in every forked child.
 
@@ -151,7 +157,16 @@ class SdkClients:
     _clients: ForkSafeClient[Any]
     _retry: RetryPolicy
     _sdk_name: str  # the SDK's package: "openai", "anthropic"
+    _name: str  # set by the constructor (see ``name``)
     _trust_env = True  # False for a rehearsal: no proxy between it and 127.0.0.1
+
+    @property
+    def name(self) -> str:
+        """``"anthropic:<model>"``, ``"openai:<model>"``, or on another server than the
+        provider's own ``"anthropic:<model>@<base_url>"`` / ``"openai-compatible:<model>@
+        <base_url>"`` (no credentials shown): reports name the model so, price tables key
+        it so, and its cached replies are its own."""
+        return self._name
 
     def close(self) -> None:
         """Close the HTTP connections of this process's client."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._errors import ProviderError, ProviderRequestError
 from .._usage import Usage
-from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
+from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key
 from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
 from ._retry import Failure, RetryPolicy, call_with_retries
 from ._types import EmbeddingsResult
@@ -40,11 +40,7 @@ class OpenAIEmbeddings(SdkClients):
     ) -> None:
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._name = (
-            f"openai-compatible:{model}@{shown_url(self._base_url)}"
-            if self._base_url
-            else f"openai:{model}"
-        )
+        self._name = openai_name(model, self._base_url)
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIEmbeddings", self._base_url)
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
@@ -55,11 +51,6 @@ class OpenAIEmbeddings(SdkClients):
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     _sdk_name = "openai"
-
-    @property
-    def name(self) -> str:
-        """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
-        return self._name
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddings({self._model!r})"

@@ -14,7 +14,7 @@ from .. import _lessons
 from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
+from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, shown_url
 from ._retry import (
     Classifier,
     Failure,
@@ -104,11 +104,7 @@ class OpenAIModel(SdkClients):
             )
         self._model = model
         self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._name = (
-            f"openai-compatible:{model}@{shown_url(self._base_url)}"
-            if self._base_url
-            else f"openai:{model}"
-        )
+        self._name = openai_name(model, self._base_url)
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIModel", self._base_url)
         self._max_tokens = max_tokens
         self._timeout = timeout
@@ -124,11 +120,6 @@ class OpenAIModel(SdkClients):
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     _sdk_name = "openai"
-
-    @property
-    def name(self) -> str:
-        """``"openai:<model>"``, or ``"openai-compatible:<model>@<base_url>"``."""
-        return self._name
 
     @property
     def retry(self) -> RetryPolicy:
@@ -149,7 +140,7 @@ class OpenAIModel(SdkClients):
 
     def __repr__(self) -> str:
         if self._base_url:
-            return f"OpenAIModel({self._model!r}, base_url={self._base_url!r})"
+            return f"OpenAIModel({self._model!r}, base_url={shown_url(self._base_url)!r})"
         return f"OpenAIModel({self._model!r})"
 
     def _twin(self, server: str) -> OpenAIModel:
