@@ -52,20 +52,22 @@ class JsonOutput(OutputDriver):
 
     def finish_run(self, run: RunSummary) -> None:
         """Write the document through a temporary file and a rename (to where a symlink
-        points, if it is one), or straight into what is not a regular file (``/dev/stdout``,
-        a pipe), which a rename would replace."""
+        points, if it is one). Into this process's stdout (``/dev/stdout``, or the file it
+        was sent to) it goes after what the console wrote there, and into a device or a
+        pipe straight, once: a rename would replace them."""
         stream = _own_stream(self._target)
         if stream is not None or _kind(self._target) == "special":
-            if not self._streamed:
-                self._streamed = True
-                if stream is not None:  # after what the console wrote there, never over it
-                    stream.flush()
-                    write_document(run, stream)
-                    stream.write("\n")
-                    stream.flush()
-                else:
-                    with open(self._target, "w", encoding="utf-8") as fh:
-                        write_document(run, fh)
+            if self._streamed:
+                return
+            self._streamed = True
+            if stream is None:
+                with open(self._target, "w", encoding="utf-8") as fh:
+                    write_document(run, fh)
+                return
+            stream.flush()
+            write_document(run, stream)
+            stream.write("\n")
+            stream.flush()
             return
         target = Path(os.path.realpath(self._target))
         target.parent.mkdir(parents=True, exist_ok=True)
