@@ -120,6 +120,8 @@ def _key(key: object) -> str:
 
 def json_size(value: Any) -> int:
     """Bytes of ``value`` (already JSON-safe) as compact UTF-8 JSON."""
+    if isinstance(value, str) and value.isprintable() and '"' not in value and "\\" not in value:
+        return len(value.encode()) + 2  # nothing to escape (the usual text): 20 times faster
     return _size(value)
 
 
