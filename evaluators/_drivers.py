@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS evaluators (
     failed INTEGER NOT NULL,
     errored INTEGER NOT NULL,
     success_rate REAL NOT NULL,
-    average_score REAL NOT NULL,
+    average_score REAL,  -- NULL when the evaluator recorded no assertion
     duration_s REAL NOT NULL,
     PRIMARY KEY (run_id, evaluator)
 );

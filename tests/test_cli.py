@@ -702,19 +702,22 @@ def test_cli_a_driver_failing_at_the_end_is_in_the_json_reports_verdict(
                 pass
 
             def finish_run(self, run):
-                raise ConnectionError("dashboard down")
+                raise ConnectionError("dashboard down\\nretry later")
 
         output = [JsonOutput("out.json"), Upload(), ConsoleOutput]
         """,
     )
     result = cli("run", "--output-json", "extra.json")
     assert result.code == 2, result
+    failure = "Upload.finish_run() raised ConnectionError: dashboard down"
     for name in ("out.json", "extra.json"):
-        assert json.loads((tmp_path / name).read_text())["run"]["exit_code"] == 2, name
-    assert (
-        "agenteval: output driver failed: Upload.finish_run() raised ConnectionError: "
-        "dashboard down" in result.stderr
-    )
+        run = json.loads((tmp_path / name).read_text())["run"]
+        assert run["exit_code"] == 2, name
+        assert run["driver_errors"] == [f"{failure}\nretry later"], name
+    # one line each: in the log on stderr, and in the console report, above its verdict
+    one_line = f"output driver failed: {failure} ⏎ retry later"
+    assert result.stderr.splitlines() == [f"agenteval: {one_line}"]
+    assert result.lines[-2:-1] == [f"error: {one_line}"]
     assert result.lines[-1].endswith("exit 2")
 
 

@@ -88,10 +88,10 @@ def test_evaluator_summary_figures() -> None:
     assert s.status == "error"
 
 
-def test_evaluator_summary_empty_is_all_zero() -> None:
+def test_evaluator_summary_empty_is_all_zero_and_has_no_score() -> None:
     s = EvaluatorSummary.build(name="E", items=[], wall_time=0.0)
     assert (s.total, s.success_rate, s.assertions.success_rate) == (0, 0.0, 0.0)
-    assert (s.score.average, s.score.min, s.score.max) == (0.0, 0.0, 0.0)
+    assert (s.score.average, s.score.min, s.score.max) == (None, None, None)
     assert s.duration_s.average == 0.0
     assert s.status == "passed"
 

@@ -186,11 +186,12 @@ class AssertionStats(BaseModel):
 
 
 class ScoreStats(BaseModel):
-    """Average, minimum and maximum over all assertion scores (0.0 when there are none)."""
+    """Average, minimum and maximum over all assertion scores (``None`` when there are none,
+    as an item with no assertions has no score)."""
 
-    average: float = 0.0
-    min: float = 0.0
-    max: float = 0.0
+    average: float | None = None
+    min: float | None = None
+    max: float | None = None
 
 
 class DurationStats(BaseModel):
@@ -487,9 +488,9 @@ class SummaryBuilder:
                 success_rate=_rate(self._a_passed, n),
             ),
             score=ScoreStats(
-                average=self._score_sum / n if n else 0.0,
-                min=self._score_min if n else 0.0,
-                max=self._score_max if n else 0.0,
+                average=self._score_sum / n if n else None,
+                min=self._score_min if n else None,
+                max=self._score_max if n else None,
             ),
             duration_s=DurationStats(
                 total=wall_time,

@@ -59,6 +59,35 @@ def test_json_output_matches_schema(tmp_path: Path) -> None:
     assert doc["schema_version"] == 1
 
 
+def _keys_against_schema(value: object, schema: dict[str, object], where: str) -> list[str]:
+    """Where ``value`` has a key the schema does not list, or the schema lists one as
+    optional: every key is part of the contract, so the schema must name each one."""
+    if "$ref" in schema:
+        schema = SCHEMA["$defs"][str(schema["$ref"]).rsplit("/", 1)[1]]
+    for option in schema.get("oneOf", []):  # type: ignore[attr-defined]
+        if isinstance(value, dict) == (option.get("type") != "null"):
+            return _keys_against_schema(value, option, where)
+    problems: list[str] = []
+    if isinstance(value, dict) and "properties" in schema:
+        props: dict[str, dict[str, object]] = schema["properties"]  # type: ignore[assignment]
+        if sorted(value) != sorted(props) or sorted(schema["required"]) != sorted(props):  # type: ignore[arg-type]
+            problems.append(f"{where}: {sorted(value)} vs {sorted(props)}")
+        for key, sub in props.items():
+            problems += _keys_against_schema(value.get(key), sub, f"{where}.{key}")
+    elif isinstance(value, dict) and isinstance(schema.get("additionalProperties"), dict):
+        for key, sub in value.items():
+            problems += _keys_against_schema(sub, schema["additionalProperties"], f"{where}.{key}")  # type: ignore[arg-type]
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, sub in enumerate(value):
+            problems += _keys_against_schema(sub, schema["items"], f"{where}[{i}]")  # type: ignore[arg-type]
+    return problems
+
+
+def test_the_schema_requires_every_key_a_document_has(tmp_path: Path) -> None:
+    doc = _run(tmp_path)
+    assert _keys_against_schema(doc, SCHEMA, "document") == []
+
+
 def test_json_output_items_keep_outputs_as_json_values(tmp_path: Path) -> None:
     doc = _run(tmp_path)
     items = {i["id"]: i for i in doc["evaluators"][0]["items"]}  # type: ignore[index]

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
 
 PRINTS = """
@@ -40,13 +42,13 @@ def write_evaluators(root: Path, count: int, items: int = 3, lines: int = 50) ->
         (root / "evals" / f"e{n:03d}_eval.py").write_text(source)
 
 
-def run_on_a_terminal(root: Path, *args: str) -> tuple[int, str]:
+def run_on_a_terminal(root: Path, *args: str, columns: int = 80) -> tuple[int, str]:
     """Run the CLI with a pty as its terminal (80x30); its exit code and raw output."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child execs the CLI
         os.chdir(root)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
-        env.update(TERM="xterm-256color", COLUMNS="80", LINES="30")
+        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="30")
         os.execve(AGENTEVAL, [AGENTEVAL, "run", *args], env)
     raw = bytearray()
     while True:
@@ -78,6 +80,45 @@ def test_what_items_print_shows_above_the_bars(tmp_path: Path) -> None:
             found = [line for line in text.split("\n") if line in lines]
             assert found == lines, (n, item)
     assert text.rstrip().split("\n")[-1].startswith("PASSED: 12 items, 12 passed")
+
+
+LONG_NAME = """
+    import time
+    from agenteval import BaseEvaluator
+
+    class Long(BaseEvaluator):
+        name = "A display name long enough to fill a whole terminal line by itself " * 2
+
+        def get_dataset(self):
+            return [{"id": i} for i in range(4)]
+
+        def run(self, item):
+            time.sleep(0.3)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+@pytest.mark.parametrize("columns", [40, 80, 120])
+def test_a_long_name_is_cut_short_and_the_counts_and_eta_always_show(
+    tmp_path: Path, columns: int
+) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "long_eval.py").write_text(textwrap.dedent(LONG_NAME))
+    code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs", columns=columns)
+    assert code == 0, raw
+    erased = raw.replace("\x1b[2K", "\n").replace("\r", "\n")
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", erased)
+    bars = [line for line in plain.split("\n") if line.startswith("A display")]
+    assert bars, raw
+    for line in bars:
+        assert len(line) <= columns, line
+        assert re.search(r"… +([━╸╺]+ )?[0-4]/4 ", line), line  # the name cut short, done/total
+        assert re.search(r"-:--:--|0:00:0\d$", line), line  # the ETA
+    counts = "0 passed 0 failed 0 errors" if columns >= 100 else "0✓ 0✗ 0!"
+    assert any(counts in line for line in bars), bars
 
 
 def test_every_bar_is_erased_as_tall_as_it_was_drawn(tmp_path: Path) -> None:

@@ -159,6 +159,7 @@ def run(
     from .._runner import EXIT_SIGNAL, run_evaluations
     from ..outputs import JsonOutput
     from ..outputs._json import unwritable
+    from ..outputs._text import one_line
 
     if output_json and (problem := unwritable(output_json)):
         raise _fail(f"--output-json: {problem}")
@@ -202,8 +203,8 @@ def run(
         raise _fail("interrupted", 130) from None
     except HardStop as exc:  # a second signal while what was set up was torn down
         raise _fail(f"stopped at once by a second {exc}", EXIT_SIGNAL.get(str(exc), 130)) from None
-    for error in summary.driver_errors:
-        typer.echo(f"agenteval: output driver failed: {error}", err=True)
+    for error in summary.driver_errors:  # (also in the console report: this is for the log)
+        typer.echo(f"agenteval: output driver failed: {one_line(error)}", err=True)
     raise typer.Exit(summary.exit_code)
 
 

@@ -13,9 +13,8 @@ from typing import IO, Any
 from .._journal import is_run_dir
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
+from ._text import one_line as _one_line
 from ._text import safe
-
-_MSG_LIMIT = 300
 
 
 def _pct(rate: float) -> str:
@@ -24,10 +23,6 @@ def _pct(rate: float) -> str:
 
 def _secs(value: float) -> str:
     return f"{value:.3f}s" if value < 10 else f"{value:.1f}s"
-
-
-def _one_line(text: str, limit: int = _MSG_LIMIT) -> str:
-    return safe(text.replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
 
 
 class ConsoleOutput(OutputDriver):
@@ -150,22 +145,10 @@ class ConsoleOutput(OutputDriver):
             "bold",
         )
         if self._live():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import Progress
 
             bars = Progress(
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[stats]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
+                *_bar_columns(self.console.width),
                 console=self.console,
                 transient=True,
                 auto_refresh=False,  # drawn by LiveDisplay's thread, and only by it
@@ -189,10 +172,7 @@ class ConsoleOutput(OutputDriver):
             return
         slot = 0 if result.status == "passed" else 1 if result.status == "failed" else 2
         counts[slot] += 1
-        stats = (
-            f"[green]{counts[0]} passed[/] [red]{counts[1]} failed[/] [yellow]{counts[2]} errors[/]"
-        )
-        self._live_display.later(partial(self._advance_bar, result.evaluator, stats))
+        self._live_display.later(partial(self._advance_bar, result.evaluator, *counts))
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Print one evaluator's report."""
@@ -202,12 +182,16 @@ class ConsoleOutput(OutputDriver):
 
     # the bars change in the live display's thread (see ``_live``)
     def _add_bar(self, evaluator: str, name: str, total: int | None) -> None:
-        self._tasks[evaluator] = self._live_display.progress.add_task(name, total=total, stats="")
+        self._tasks[evaluator] = self._live_display.progress.add_task(
+            name, total=total, passed=0, failed=0, errors=0
+        )
 
-    def _advance_bar(self, evaluator: str, stats: str) -> None:
+    def _advance_bar(self, evaluator: str, passed: int, failed: int, errors: int) -> None:
         task = self._tasks.get(evaluator)
         if task is not None:
-            self._live_display.progress.update(task, advance=1, stats=stats)
+            self._live_display.progress.update(
+                task, advance=1, passed=passed, failed=failed, errors=errors
+            )
 
     def _remove_bar(self, evaluator: str) -> None:
         task = self._tasks.pop(evaluator, None)
@@ -292,7 +276,7 @@ class ConsoleOutput(OutputDriver):
         lines.append(
             (
                 f"  {_items(s.total)}: {counts} · success rate {_rate(s.success_rate, s.total)} · "
-                f"avg score {f'{s.score.average:.2f}' if s.assertions.total else '-'} · "
+                f"avg score {'-' if s.score.average is None else f'{s.score.average:.2f}'} · "
                 f"assertions {s.assertions.passed}/{s.assertions.total}",
                 None,
             )
@@ -364,6 +348,9 @@ class ConsoleOutput(OutputDriver):
         """The closing lines: totals, where the run is kept, and the verdict."""
         lines: list[tuple[str, str | None]] = [("", None)]
         lines.extend((f"notice: {safe(n)}", "yellow") for n in run.notices)
+        lines.extend(
+            (f"error: output driver failed: {_one_line(e)}", "red") for e in run.driver_errors
+        )
         skipped = sum(1 for e in run.evaluators if e.status == "skipped")
         parts = [f"{run.passed} passed", f"{run.failed} failed", _count(run.errored, "error")]
         if run.cancelled:
@@ -413,6 +400,40 @@ def _rate(rate: float, items: int) -> str:
 def _error_text(error: ErrorInfo) -> str:
     message = _one_line(error.message)
     return f"{error.type}: {message}" if message else error.type
+
+
+def _bar_columns(width: int) -> list[Any]:
+    """The progress bar's columns for a terminal ``width`` wide: the name is cut short
+    (with …) so that the counts and times always fit; a narrow terminal gets shorter
+    counts (``12✓ 3✗ 0!``: passed, failed, errors), then no bar, then no elapsed time."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.table import Column
+
+    def fixed() -> Column:
+        return Column(no_wrap=True)
+
+    counts = (
+        "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+        "[yellow]{task.fields[errors]} errors[/]"
+        if width >= 100
+        else "[green]{task.fields[passed]}✓[/] [red]{task.fields[failed]}✗[/] "
+        "[yellow]{task.fields[errors]}![/]"
+    )
+    name = Column(no_wrap=True, overflow="ellipsis", max_width=max(6, min(32, width // 4)))
+    columns: list[Any] = [TextColumn("{task.description}", markup=False, table_column=name)]
+    if width >= 60:
+        columns.append(BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=6)))
+    columns += [MofNCompleteColumn(table_column=fixed()), TextColumn(counts, table_column=fixed())]
+    if width >= 50:
+        columns.append(TimeElapsedColumn(table_column=fixed()))
+    columns.append(TimeRemainingColumn(table_column=fixed()))
+    return columns
 
 
 def _tag(status: str) -> str:

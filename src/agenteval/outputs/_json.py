@@ -153,6 +153,7 @@ def _run_header(run: RunSummary) -> dict[str, object]:
         "usage": run.usage.model_dump(mode="json"),
         "cost": run.cost.model_dump(mode="json") | {"total": run.cost.total} if run.cost else None,
         "notices": run.notices,
+        "driver_errors": run.driver_errors,
     }
 
 

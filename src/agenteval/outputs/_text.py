@@ -23,3 +23,8 @@ def safe(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (line breaks shown as ⏎), made safe, shortened to ``limit``."""
+    return safe(text.replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
