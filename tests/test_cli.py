@@ -1027,6 +1027,33 @@ def test_cli_bad_option_values_are_one_line(cli: Cli) -> None:
     assert bare.code == 0 and bare.stdout.startswith("Usage: agenteval")
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tag", "--no-progress"], "--tag needs a value, got the option --no-progress"),
+        (["--retry-errors", "-v"], "--retry-errors needs a value, got the option -v"),
+        (["-k", "--output-json=x.json"], "-k needs a value, got the option --output-json=x.json"),
+        (["-c", "2", "--timeout", "--help"], "--timeout needs a value, got the option --help"),
+    ],
+)
+def test_cli_an_option_given_another_option_as_its_value_is_refused(
+    cli: Cli, write: Write, args: list[str], message: str
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", *args)
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr == f"agenteval: error: {message} (see `agenteval run --help`)\n"
+
+
+def test_cli_option_values_that_look_like_options_but_are_not_ones_are_kept(
+    cli: Cli, write: Write
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "-k", "-echo-", "--no-progress")  # (a name may start with a dash)
+    assert result.code == 2
+    assert "No evaluator in evaluators matches -k '-echo-'" in result.stderr
+
+
 def test_cli_piped_into_a_reader_that_stops_early_is_quiet(write: Write, tmp_path: Path) -> None:
     # `agenteval run ... | head -1`: the console's reader goes away; the run still finishes
     # and writes its files, with its own exit code and no driver failure

@@ -647,7 +647,8 @@ def _choose_executor(
 ) -> Executor:
     if name == "auto":
         # a timeout can only be enforced across a process boundary
-        name = "fork" if options.concurrency > 1 or options.timeout else "inline"
+        forks = options.concurrency > 1 or options.timeout or options.isolation == "worker"
+        name = "fork" if forks else "inline"
     if name == "inline" and options.concurrency > 1:
         notices.append(
             f"--executor inline runs one item at a time: -c {options.concurrency} was not used"
@@ -658,8 +659,8 @@ def _choose_executor(
         )
     if name != "fork" and options.isolation == "worker":
         raise UsageError(
-            "--isolation worker is for the fork executor: use it with -c N (N > 1) or "
-            "--executor fork"
+            f"--isolation worker is for the fork executor, not {name}: leave --executor unset "
+            f"or use --executor fork"
         )
     if name == "async":
         sync = [s.cls.__name__ for s in specs if not is_async(s.cls.run)]

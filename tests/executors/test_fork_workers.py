@@ -214,7 +214,7 @@ def test_workers_run_at_most_n_items_at_once(cli: Any) -> None:
     "args",
     [
         ("--isolation", "worker", "--executor", "async"),
-        ("--isolation", "worker"),
+        ("--isolation", "worker", "--executor", "inline"),
     ],
 )
 def test_worker_isolation_needs_the_fork_executor(cli: Any, args: tuple[str, ...]) -> None:
@@ -222,6 +222,15 @@ def test_worker_isolation_needs_the_fork_executor(cli: Any, args: tuple[str, ...
     result = cli.run("workers.py", *args)
     assert result.returncode == 2
     assert result.stderr.startswith("agenteval: error: --isolation worker is for the fork executor")
+
+
+def test_worker_isolation_alone_runs_the_items_in_one_child_process(cli: Any) -> None:
+    write(cli, 4, 0.0, {})
+    result = cli.run("workers.py", "--isolation", "worker", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "concurrency 1 (fork, worker isolation)" in result.stdout
+    pids = {pid for _, pid in starts(cli)}
+    assert len(starts(cli)) == 4 and len(pids) == 1
 
 
 def test_isolation_must_be_item_or_worker(cli: Any) -> None:

@@ -60,65 +60,93 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 def run(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(
-            help="Evaluator files or folders [default: evaluators/].", show_default=False
-        ),
+        # (described in the docstring: typer would list it with its Python type)
+        typer.Argument(show_default=False, metavar="PATH", hidden=True),
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Config file [default: ./evaluation.py if present]."),
+        typer.Option(
+            "--config", metavar="FILE", help="Config file [default: ./evaluation.py if present]."
+        ),
     ] = None,
     bootstrap: Annotated[
-        Path | None, typer.Option("--bootstrap", help="Python file to run before discovery.")
+        Path | None,
+        typer.Option("--bootstrap", metavar="FILE", help="Python file to run before discovery."),
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="List every item and assertion.")
     ] = False,
     pattern: Annotated[
         str | None,
-        typer.Option("-k", help="Only evaluators whose name or path::Class contains this."),
+        typer.Option(
+            "-k",
+            metavar="PATTERN",
+            help="Only evaluators whose name or path::Class contains PATTERN.",
+        ),
     ] = None,
     tag: Annotated[
-        list[str] | None, typer.Option("--tag", help="Only evaluators with this tag (repeatable).")
+        list[str] | None,
+        typer.Option("--tag", metavar="TAG", help="Only evaluators with this tag (repeatable)."),
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Items in flight at once.")
+        int,
+        typer.Option("--concurrency", "-c", min=1, metavar="N", help="Items in flight at once."),
     ] = 1,
     executor: Annotated[
-        str, typer.Option("--executor", help="auto | inline | fork | async.")
+        str,
+        typer.Option(
+            "--executor",
+            metavar="NAME",
+            help="auto | inline | fork | async (auto: fork for -c N, --timeout or --isolation "
+            "worker; else inline).",
+        ),
     ] = "auto",
     isolation: Annotated[
         str,
         typer.Option(
             "--isolation",
+            metavar="MODE",
             help="fork executor: item (a process per item) | worker (processes reused).",
         ),
     ] = "item",
     timeout: Annotated[
         float | None,
         typer.Option(
-            "--timeout", help="Seconds per item before it is killed (parallel executors)."
+            "--timeout",
+            metavar="SECONDS",
+            help="Seconds per item before it is killed (runs items in child processes).",
         ),
     ] = None,
     grace: Annotated[
-        float, typer.Option("--grace", help="Seconds in-flight items get after the first Ctrl-C.")
+        float,
+        typer.Option(
+            "--grace", metavar="SECONDS", help="Seconds in-flight items get after the first Ctrl-C."
+        ),
     ] = 10.0,
     max_errors: Annotated[
-        int, typer.Option("--max-errors", min=0, help="Item errors tolerated before exit code 2.")
+        int,
+        typer.Option(
+            "--max-errors", min=0, metavar="N", help="Item errors tolerated before exit code 2."
+        ),
     ] = 0,
     max_output_bytes: Annotated[
         int,
         typer.Option(
-            "--max-output-bytes", min=0, help="Outputs above this are truncated in records."
+            "--max-output-bytes",
+            min=0,
+            metavar="BYTES",
+            help="Outputs above this are truncated in records (0: no limit).",
         ),
     ] = 1024 * 1024,
     output_json: Annotated[
-        Path | None, typer.Option("--output-json", help="Also write the JSON report here.")
+        Path | None,
+        typer.Option("--output-json", metavar="FILE", help="Also write the JSON report here."),
     ] = None,
     min_success_rate: Annotated[
         float,
         typer.Option(
             "--min-success-rate",
+            metavar="RATE",
             min=0.0,
             max=1.0,
             help="Exit 0 when every evaluator reaches this success rate.",
@@ -144,7 +172,7 @@ def run(
         bool, typer.Option("--force", help="Resume even if evaluator files or datasets changed.")
     ] = False,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where run journals are kept.")
+        Path, typer.Option("--runs-dir", metavar="DIR", help="Where run journals are kept.")
     ] = Path(".agenteval/runs"),
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Do not read or write the judge/embedding cache.")
@@ -153,7 +181,9 @@ def run(
         bool, typer.Option("--no-progress", help="No live progress bar.")
     ] = False,
 ) -> None:
-    """Discover evaluators under PATHS, run them, report, and exit with the verdict."""
+    """Run evaluators, report, and exit with the verdict.
+
+    Each PATH is an evaluator file or a folder of them (default: evaluators/)."""
     from .. import _errors
     from .._item import HardStop
     from .._runner import EXIT_SIGNAL, run_evaluations
@@ -252,15 +282,14 @@ def snake_case(name: str) -> str:
 
 @app.command("make:evaluator")
 def make_evaluator(
-    name: Annotated[
-        str,
-        typer.Argument(help="Class name, e.g. RefundEvaluator (a namespace prefix is ignored)."),
-    ],
-    directory: Annotated[Path, typer.Option("--dir", help="Folder to write into.")] = Path(
-        "evaluators"
-    ),
+    name: Annotated[str, typer.Argument(metavar="NAME", hidden=True, show_default=False)],
+    directory: Annotated[
+        Path, typer.Option("--dir", metavar="DIR", help="Folder to write into.")
+    ] = Path("evaluators"),
 ) -> None:
-    """Write a new evaluator file (and its dataset) from a template."""
+    """Write a new evaluator (and its dataset) from a template.
+
+    NAME is the class name, e.g. RefundEvaluator (a namespace prefix is ignored)."""
     import re
 
     class_name = re.split(r"[\\./:]+", name.strip())[-1]
@@ -291,7 +320,8 @@ def make_evaluator(
 @cache_app.command("clear")
 def cache_clear(
     directory: Annotated[
-        Path | None, typer.Option("--dir", help="Cache folder [default: .agenteval/cache].")
+        Path | None,
+        typer.Option("--dir", metavar="DIR", help="Cache folder [default: .agenteval/cache]."),
     ] = None,
 ) -> None:
     """Delete every cached judge, simulator and embedding response."""
@@ -329,12 +359,33 @@ def _is_run(path: str) -> bool:
     return is_run_dir(path)
 
 
+def _value_missing(argv: list[str]) -> str | None:
+    """An option of ``agenteval run`` given another option as its value (``--tag
+    --no-progress``: click would take ``--no-progress`` for the tag), as a message."""
+    if argv[:1] != ["run"]:
+        return None
+    import itertools
+
+    from typer.core import TyperOption
+
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    options = [p for p in command.params if isinstance(p, TyperOption)]
+    takes_value = {n for p in options if not p.is_flag for n in p.opts}
+    names = {n for p in options for n in (*p.opts, *p.secondary_opts)} | {"--help"}
+    for arg, nxt in itertools.pairwise(argv):
+        if arg in takes_value and arg != "--resume" and nxt.split("=", 1)[0] in names:
+            return f"{arg} needs a value, got the option {nxt}"
+    return None
+
+
 def main() -> None:
     """Run the CLI (``agenteval`` console script)."""
     try:
-        code = app(
-            args=_normalise_resume(sys.argv[1:]), prog_name="agenteval", standalone_mode=False
-        )
+        args = _normalise_resume(sys.argv[1:])
+        if problem := _value_missing(args):
+            typer.echo(f"agenteval: error: {problem} (see `agenteval run --help`)", err=True)
+            exit_with(2)
+        code = app(args=args, prog_name="agenteval", standalone_mode=False)
     except typer.Abort:
         code = 130
     except Exception as exc:
