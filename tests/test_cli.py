@@ -1027,6 +1027,50 @@ def test_cli_bad_option_values_are_one_line(cli: Cli) -> None:
     assert bare.code == 0 and bare.stdout.startswith("Usage: agenteval")
 
 
+MANY_FAILURES = """
+    from agenteval import BaseEvaluator
+    from agenteval.assertions import StringContains
+
+    class Many(BaseEvaluator):
+        def get_dataset(self):
+            items = [{"id": f"case-{n:03d}", "input": "no"} for n in range(60)]
+            return [{"id": "x" * 500, "input": "no"}, *items, {"id": "ok", "input": "yes"}]
+
+        def run(self, item):
+            if item["id"] == "case-059":
+                raise ValueError("broken item")
+            return item["input"]
+
+        def evaluate(self, output, item):
+            self.assert_that(StringContains("yes"), output)
+"""
+
+
+def test_cli_report_of_many_failures_lists_the_first_ones_and_says_how_many_more(
+    cli: Cli, write: Write
+) -> None:
+    write("evaluators/many.py", MANY_FAILURES)
+    result = cli("run", "-c", "2")
+    assert result.code == 2
+    listed = [line for line in result.lines if line.startswith(("  FAIL ", "  ERROR "))]
+    assert len(listed) == 25 and "case-023" in listed[-1]
+    assert max(len(line) for line in result.lines) < 250  # the 500-character id is cut short
+    assert f"item '{'x' * 58}…" in listed[0]
+    assert (
+        "  … and 36 more items with failures or errors (-v lists every item; the JSON report has them all)"
+        in result.lines
+    )
+    assert "  failures by assertion: StringContains ×60" in result.lines
+    # the note on parallel averages comes once, with the totals
+    notes = [line for line in result.lines if "ran in parallel" in line]
+    assert notes == [
+        "time: items ran in parallel, so an average time per item can exceed total ÷ items"
+    ]
+    verbose = cli("run", "-v")
+    assert sum(line.startswith(("  FAIL ", "  ERROR ")) for line in verbose.lines) == 61
+    assert not any("ran in parallel" in line for line in verbose.lines)  # (sequential)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

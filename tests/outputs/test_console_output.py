@@ -14,7 +14,7 @@ from agenteval import BaseEvaluator, run_evaluations
 from agenteval.assertions import StringContains
 from agenteval.datasets import ArrayDataset
 from agenteval.outputs import ConsoleOutput
-from agenteval.outputs._text import safe
+from agenteval.outputs._text import one_line, safe
 
 
 class ShopEvaluator(BaseEvaluator):
@@ -78,6 +78,14 @@ def test_safe_neutralises_control_characters() -> None:
 
 def test_safe_neutralises_bidi_and_line_separators() -> None:
     assert safe("abc\u202edef\u2066x\u2028y") == "abc\\u202edef\\u2066x\\u2028y"
+
+
+def test_safe_shows_zero_width_characters() -> None:
+    assert safe("pay\u200bpal\ufeff\u2060") == "pay\\u200bpal\\ufeff\\u2060"
+
+
+def test_one_line_marks_line_breaks_but_not_a_final_one() -> None:
+    assert one_line("printed\nmore\r\nlast\n") == "printed ⏎ more ⏎ last"
 
 
 def test_piped_console_writes_plain_lines_without_importing_rich(tmp_path: Path) -> None:

@@ -283,32 +283,43 @@ class ConsoleOutput(OutputDriver):
         )
         lines.append(
             (
-                f"  time: {_secs(s.duration_s.total)} total, {_secs(s.duration_s.average)} avg per item"
-                + (
-                    " (items ran in parallel, so the average can exceed total ÷ items)"
-                    if self._parallel and s.total > 1
-                    else ""
-                ),
+                f"  time: {_secs(s.duration_s.total)} total, {_secs(s.duration_s.average)} avg per item",
                 "dim",
             )
         )
         u = s.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"  tokens: {_usage_text(u)}", "dim"))
-        for item in s.items if self.verbose else s.notable_items:
+        if self.verbose:
+            for item in s.items:
+                lines.extend(self._item_lines(item))
+            return lines
+        for item in s.notable_items[:NOTABLE_LIMIT]:
             lines.extend(self._item_lines(item))
+        if len(s.notable_items) > NOTABLE_LIMIT:
+            more = len(s.notable_items) - NOTABLE_LIMIT
+            lines.append(
+                (
+                    f"  … and {more} more {'item' if more == 1 else 'items'} with failures or "
+                    f"errors (-v lists every item; the JSON report has them all)",
+                    None,
+                )
+            )
+            if s.failures_by_assertion:
+                top = ", ".join(f"{g.key} ×{g.count}" for g in s.failures_by_assertion[:5])
+                lines.append((f"  failures by assertion: {safe(top)}", None))
         return lines
 
     def _item_lines(self, item: ItemResult) -> list[tuple[str, str | None]]:
         lines: list[tuple[str, str | None]] = []
-        label = f"item {item.id!r}" if isinstance(item.id, str) else f"item {item.id}"
+        label = f"item {safe(repr(item.id), _ID_LIMIT)}"
         if item.repeat:
             label += f" (repeat {item.repeat})"
         if self.verbose and item.error is None:
             score = "-" if item.score is None else f"{item.score:.2f}"
             lines.append(
                 (
-                    f"  {_tag(item.status)}{safe(label)} · score {score} · {_secs(item.duration_s)}",
+                    f"  {_tag(item.status)}{label} · score {score} · {_secs(item.duration_s)}",
                     None,
                 )
             )
@@ -317,7 +328,7 @@ class ConsoleOutput(OutputDriver):
             site = f"  {e.file}:{e.line}" if e.file else ""
             lines.append(
                 (
-                    f"  {_tag(item.status)}{safe(label)} · {e.stage} · {_error_text(e)}{site}",
+                    f"  {_tag(item.status)}{label} · {e.stage} · {_error_text(e)}{site}",
                     "yellow",
                 )
             )
@@ -329,7 +340,7 @@ class ConsoleOutput(OutputDriver):
                 tag = "SOFT" if a.soft else "FAIL"
                 lines.append(
                     (
-                        f"  {_tag(tag)}{safe(label)} · {a.name} · {_one_line(a.message)} (score {a.score:.2f}){site}",
+                        f"  {_tag(tag)}{label} · {a.name} · {_one_line(a.message)} (score {a.score:.2f}){site}",
                         "magenta" if a.soft else "red",
                     )
                 )
@@ -366,6 +377,14 @@ class ConsoleOutput(OutputDriver):
             lines.append((f"Interrupted by {run.interrupted}: finished items are saved.", "yellow"))
             if run.run_dir:
                 lines.append((f"Resume with: {self._resume_command(run.id)}", "yellow"))
+        if self._parallel and any(e.total > 1 for e in run.evaluators):
+            lines.append(
+                (
+                    "time: items ran in parallel, so an average time per item can exceed "
+                    "total ÷ items",
+                    "dim",
+                )
+            )
         u = run.usage
         if u.agent or u.judge or u.judge_calls:
             lines.append((f"tokens: {_usage_text(u)}", "dim"))
@@ -400,6 +419,11 @@ def _rate(rate: float, items: int) -> str:
 def _error_text(error: ErrorInfo) -> str:
     message = _one_line(error.message)
     return f"{error.type}: {message}" if message else error.type
+
+
+NOTABLE_LIMIT = 25
+"""Items with failures or errors an evaluator's report lists (without ``-v``)."""
+_ID_LIMIT = 60
 
 
 def _bar_columns(width: int) -> list[Any]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 # ANSI escape sequences, C0/C1 controls, and the invisible Unicode characters that reorder
-# or break lines (bidi overrides and isolates, line/paragraph separators)
+# or break lines (bidi overrides and isolates, line/paragraph separators) or hide between
+# letters (zero-width space, word joiner, byte order mark)
 _CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060\u2066-\u2069\ufeff]"
 )
 
 
@@ -27,4 +28,4 @@ def safe(text: str, limit: int | None = None) -> str:
 
 def one_line(text: str, limit: int = 300) -> str:
     """``text`` on one line (line breaks shown as ⏎), made safe, shortened to ``limit``."""
-    return safe(text.replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
+    return safe(text.rstrip("\r\n").replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
