@@ -143,6 +143,48 @@ def test_every_bar_is_erased_as_tall_as_it_was_drawn(tmp_path: Path) -> None:
     assert "PASSED: 120 items, 120 passed" in raw
 
 
+PAST_SYS_STDOUT = """
+    import logging, os, subprocess, sys, time
+    from agenteval import BaseEvaluator
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # holds the real stderr
+    log = logging.getLogger("agent")
+
+    class Fd(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": i} for i in range(4)]
+
+        def run(self, item):
+            time.sleep(0.25)
+            log.info("logged %s", item["id"])
+            os.write(1, f"os.write {item['id']}\\n".encode())
+            os.write(2, f"os.write to stderr {item['id']}\\n".encode())
+            subprocess.run(["echo", f"subprocess {item['id']}"], check=True)
+            print(f"printed {item['id']}")
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_what_bypasses_sys_stdout_shows_above_the_bars_too(tmp_path: Path) -> None:
+    # a subprocess, os.write, a logging handler made at import: none goes through
+    # sys.stdout, and each would be glued to the bar line, then erased with it
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "fd_eval.py").write_text(textwrap.dedent(PAST_SYS_STDOUT))
+    code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs")
+    assert code == 0, raw
+    assert "━" in raw
+    for n in range(4):
+        for text in ("logged", "os.write", "os.write to stderr", "subprocess", "printed"):
+            line = f"{text} {n}\r\n"
+            assert raw.count(line) == 1, (line, raw)
+            before = raw[: raw.index(line)]
+            assert before.endswith(("\x1b[2K", "\r\n")), (line, before[-120:])
+    assert "PASSED: 4 items, 4 passed" in raw
+
+
 def run_piped(root: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``agenteval COMMAND`` through the shell (its redirections), stderr captured."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}

@@ -11,11 +11,17 @@ duration would say so.
 
 Items that run in agenteval's process (sequential and async runs) print to
 ``sys.stdout`` and ``sys.stderr``, which ``HeldLines`` stand in for meanwhile; a forked
-child's output is captured instead.
+child's output is captured instead. What reaches the terminal's file descriptors another
+way (a subprocess, ``os.write(1, ...)``, a logging handler made at import time, holding the
+real ``sys.stderr``) goes into a pipe meanwhile (``TerminalFds``), and is shown above the
+bars too.
 """
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -33,6 +39,10 @@ class HeldLines:
 
     def __init__(self, proxied: IO[str]) -> None:
         self.proxied = proxied
+        try:  # (asked now: the descriptor may point into a pipe meanwhile, see TerminalFds)
+            self._tty = bool(proxied.isatty())
+        except (AttributeError, OSError, ValueError):
+            self._tty = False
         self._held: list[str] = []
         self._lock = threading.Lock()
 
@@ -45,7 +55,7 @@ class HeldLines:
         """Nothing: the lines go out with the next draw."""
 
     def isatty(self) -> bool:
-        return self.proxied.isatty()
+        return self._tty
 
     def fileno(self) -> int:
         return self.proxied.fileno()
@@ -64,6 +74,78 @@ class HeldLines:
                 text = text[:-1]
             self._held = [rest] if rest else []
         return text
+
+
+class TerminalFds:
+    """While the bars are up, file descriptors 1 and 2, where they are the terminal the
+    bars are drawn on, point into pipes instead; ``drain`` hands what arrived to the
+    ``HeldLines`` of that stream, and the console draws on a copy of the terminal's
+    descriptor. ``restore`` puts everything back."""
+
+    def __init__(self, console: Any, held: dict[int, HeldLines]) -> None:
+        self._console = console
+        self._file = console.file
+        self._pipes: dict[int, tuple[int, int, Any]] = {}  # fd -> (saved fd, read end, decoder)
+        self._held = held
+        try:
+            terminal = os.fstat(self._file.fileno())
+        except (AttributeError, OSError, ValueError):
+            return
+        for fd in held:
+            with contextlib.suppress(OSError):
+                if os.isatty(fd) and os.path.samestat(os.fstat(fd), terminal):
+                    self._redirect(fd)
+        if 1 in self._pipes or 2 in self._pipes:
+            saved = self._pipes.get(self._file.fileno(), (None,))[0]
+            if saved is not None:
+                self._console.file = open(  # noqa: SIM115 - closed in restore
+                    saved,
+                    "w",
+                    encoding=getattr(self._file, "encoding", None) or "utf-8",
+                    errors="replace",
+                    closefd=False,
+                )
+
+    def _redirect(self, fd: int) -> None:
+        saved = os.dup(fd)
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        with contextlib.suppress(AttributeError, OSError):  # Linux: room for a burst
+            import fcntl
+
+            fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, 1 << 20)
+        os.dup2(write, fd)
+        os.close(write)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pipes[fd] = (saved, read, decoder)
+
+    def drain(self) -> None:
+        """Hand what was written to the descriptors since to their ``HeldLines``."""
+        for fd, (_, read, decoder) in self._pipes.items():
+            while True:
+                try:
+                    chunk = os.read(read, 1 << 16)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                self._held[fd].write(decoder.decode(chunk))
+
+    def restore(self) -> None:
+        """Point the descriptors at the terminal again, and take what is left."""
+        if self._console.file is not self._file:
+            with contextlib.suppress(OSError, ValueError):
+                self._console.file.flush()
+            self._console.file = self._file
+        for fd, (saved, _, _) in self._pipes.items():
+            with contextlib.suppress(OSError):
+                os.dup2(saved, fd)
+        self.drain()
+        for saved, read, _ in self._pipes.values():
+            for end in (saved, read):
+                with contextlib.suppress(OSError):
+                    os.close(end)
+        self._pipes.clear()
 
 
 class LiveDisplay:
@@ -86,6 +168,14 @@ class LiveDisplay:
         progress.start()
         for name, held in self._streams.items():
             setattr(sys, name, held)
+        self._fds = TerminalFds(
+            progress.console,
+            {
+                fd: self._streams[name]
+                for fd, name in ((1, "stdout"), (2, "stderr"))
+                if name in self._streams
+            },
+        )
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=LIVE_THREAD, daemon=True)
         self._thread.start()
@@ -110,6 +200,7 @@ class LiveDisplay:
 
         if self._gone:
             return
+        self._fds.drain()
         printed = [held.take(everything=everything) for held in self._streams.values()]
         with self._lock:
             shown, self._shown = self._shown, []
@@ -133,6 +224,7 @@ class LiveDisplay:
         replaced them meanwhile)."""
         self._stopped.set()
         self._thread.join()
+        self._fds.restore()
         self._draw(everything=True)
         for name, held in self._streams.items():
             if getattr(sys, name) is held:
