@@ -95,6 +95,7 @@ class TerminalFds:
             with contextlib.suppress(OSError):
                 if os.isatty(fd) and os.path.samestat(os.fstat(fd), terminal):
                     self._redirect(fd)
+        self._faulthandler = 2 in self._pipes and _faulthandler_to(self._pipes[2][0])
         if 1 in self._pipes or 2 in self._pipes:
             saved = self._pipes.get(self._file.fileno(), (None,))[0]
             if saved is not None:
@@ -140,12 +141,25 @@ class TerminalFds:
         for fd, (saved, _, _) in self._pipes.items():
             with contextlib.suppress(OSError):
                 os.dup2(saved, fd)
+        if self._faulthandler:
+            _faulthandler_to(2)
         self.drain()
         for saved, read, _ in self._pipes.values():
             for end in (saved, read):
                 with contextlib.suppress(OSError):
                     os.close(end)
         self._pipes.clear()
+
+
+def _faulthandler_to(fd: int) -> bool:
+    """Point an enabled faulthandler (``PYTHONFAULTHANDLER``) at ``fd``: a crash of the
+    process must reach the terminal, not a pipe nobody reads any more."""
+    import faulthandler
+
+    if not faulthandler.is_enabled():
+        return False
+    faulthandler.enable(file=fd)
+    return True
 
 
 class LiveDisplay:
