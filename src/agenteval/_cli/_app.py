@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -359,7 +359,7 @@ def _is_run(path: str) -> bool:
     return is_run_dir(path)
 
 
-def _value_missing(argv: list[str]) -> str | None:
+def _value_missing(cli: Any, argv: list[str]) -> str | None:
     """An option of ``agenteval run`` given another option as its value (``--tag
     --no-progress``: click would take ``--no-progress`` for the tag), as a message."""
     if argv[:1] != ["run"]:
@@ -368,7 +368,7 @@ def _value_missing(argv: list[str]) -> str | None:
 
     from typer.core import TyperOption
 
-    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    command = cli.commands["run"]
     options = [p for p in command.params if isinstance(p, TyperOption)]
     takes_value = {n for p in options if not p.is_flag for n in p.opts}
     names = {n for p in options for n in (*p.opts, *p.secondary_opts)} | {"--help"}
@@ -382,10 +382,11 @@ def main() -> None:
     """Run the CLI (``agenteval`` console script)."""
     try:
         args = _normalise_resume(sys.argv[1:])
-        if problem := _value_missing(args):
+        cli = typer.main.get_command(app)  # (what app() does first: built once, here)
+        if problem := _value_missing(cli, args):
             typer.echo(f"agenteval: error: {problem} (see `agenteval run --help`)", err=True)
             exit_with(2)
-        code = app(args=args, prog_name="agenteval", standalone_mode=False)
+        code = cli(args=args, prog_name="agenteval", standalone_mode=False)
     except typer.Abort:
         code = 130
     except Exception as exc:
