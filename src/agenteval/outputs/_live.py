@@ -87,6 +87,7 @@ class TerminalFds:
         self._file = console.file
         self._pipes: dict[int, tuple[int, int, Any]] = {}  # fd -> (saved fd, read end, decoder)
         self._held = held
+        self._faulthandler = False
         try:
             terminal = os.fstat(self._file.fileno())
         except (AttributeError, OSError, ValueError):
@@ -99,7 +100,8 @@ class TerminalFds:
         if 1 in self._pipes or 2 in self._pipes:
             saved = self._pipes.get(self._file.fileno(), (None,))[0]
             if saved is not None:
-                self._console.file = open(  # noqa: SIM115 - closed in restore
+                # (it does not own the descriptor, which restore closes)
+                self._console.file = open(  # noqa: SIM115
                     saved,
                     "w",
                     encoding=getattr(self._file, "encoding", None) or "utf-8",
