@@ -3,6 +3,7 @@ bar is erased as tall as it was drawn, and nothing of the bars reaches a file or
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -42,13 +43,18 @@ def write_evaluators(root: Path, count: int, items: int = 3, lines: int = 50) ->
         (root / "evals" / f"e{n:03d}_eval.py").write_text(source)
 
 
-def run_on_a_terminal(root: Path, *args: str, columns: int = 80) -> tuple[int, str]:
+def run_on_a_terminal(
+    root: Path, *args: str, columns: int = 80, linger: float = 0, **extra_env: str
+) -> tuple[int, str]:
     """Run the CLI with a pty as its terminal (80x30); its exit code and raw output."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child execs the CLI
         os.chdir(root)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
-        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="30")
+        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="30", **extra_env)
+        if linger:  # a shell keeps the terminal after agenteval exits, as a user's does
+            script = f'"$0" run "$@"; code=$?; sleep {linger}; exit $code'
+            os.execve("/bin/sh", ["sh", "-c", script, AGENTEVAL, *args], env)
         os.execve(AGENTEVAL, [AGENTEVAL, "run", *args], env)
     raw = bytearray()
     while True:
@@ -182,7 +188,68 @@ def test_what_bypasses_sys_stdout_shows_above_the_bars_too(tmp_path: Path) -> No
             assert raw.count(line) == 1, (line, raw)
             before = raw[: raw.index(line)]
             assert before.endswith(("\x1b[2K", "\r\n")), (line, before[-120:])
+        # in the order written, whichever way each reached the terminal
+        order = [raw.index(f"{text} {n}\r\n") for text in ("os.write", "subprocess", "printed")]
+        assert order == sorted(order), raw
     assert "PASSED: 4 items, 4 passed" in raw
+
+
+OUTLIVES = """
+    import subprocess
+    from agenteval import BaseEvaluator
+
+    class Outlives(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": 0}]
+
+        def run(self, item):
+            script = "sleep 1; echo late; echo $? > late.rc"
+            subprocess.Popen(["sh", "-c", script], stdin=subprocess.DEVNULL)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_a_program_that_outlives_the_bars_still_writes_to_the_terminal(tmp_path: Path) -> None:
+    # its stdout is the display's pipe: closed with the run, it would die of SIGPIPE
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "outlives_eval.py").write_text(textwrap.dedent(OUTLIVES))
+    code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs", linger=3)
+    assert code == 0, raw
+    assert raw.endswith("late\r\n")  # after the verdict, once agenteval has exited
+    assert (tmp_path / "late.rc").read_text() == "0\n"
+
+
+CRASHES = """
+    import ctypes
+    from agenteval import BaseEvaluator
+
+    class Crashes(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": 0}, {"id": 1}]
+
+        def run(self, item):
+            if item["id"]:
+                ctypes.string_at(0)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_a_forked_items_crash_dump_is_in_its_record_not_over_the_bars(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "crashes_eval.py").write_text(textwrap.dedent(CRASHES))
+    args = ("evals", "-c", "2", "--runs-dir", "runs", "--output-json", "out.json")
+    code, raw = run_on_a_terminal(tmp_path, *args, PYTHONFAULTHANDLER="1")
+    assert code == 2, raw
+    assert "Fatal Python error" not in raw
+    items = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
+    assert items[1]["status"] == "crashed"
+    assert items[1]["stderr"].startswith("Fatal Python error: Segmentation fault")
 
 
 def run_piped(root: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:

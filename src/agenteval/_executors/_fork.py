@@ -311,6 +311,8 @@ def _child_main(
         os.close(devnull)
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
+        if "faulthandler" in sys.modules and sys.modules["faulthandler"].is_enabled():
+            sys.modules["faulthandler"].enable(file=2)  # a crash dump is the item's stderr
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
         _lessons.tell = lambda kind, value: _send_lesson(wfd, kind, value)

@@ -45,11 +45,17 @@ class HeldLines:
             self._tty = False
         self._held: list[str] = []
         self._lock = threading.Lock()
+        self.before_write: Callable[[], None] | None = None  # (TerminalFds.drain)
 
     def write(self, text: str) -> int:
+        if self.before_write is not None:  # what came by the descriptor came first
+            self.before_write()
+        self.append(text)
+        return len(text)
+
+    def append(self, text: str) -> None:
         with self._lock:
             self._held.append(text)
-        return len(text)
 
     def flush(self) -> None:
         """Nothing: the lines go out with the next draw."""
@@ -87,6 +93,7 @@ class TerminalFds:
         self._file = console.file
         self._pipes: dict[int, tuple[int, int, Any]] = {}  # fd -> (saved fd, read end, decoder)
         self._held = held
+        self._lock = threading.Lock()
         self._faulthandler = False
         try:
             terminal = os.fstat(self._file.fileno())
@@ -96,6 +103,7 @@ class TerminalFds:
             with contextlib.suppress(OSError):
                 if os.isatty(fd) and os.path.samestat(os.fstat(fd), terminal):
                     self._redirect(fd)
+                    held[fd].before_write = self.drain
         self._faulthandler = 2 in self._pipes and _faulthandler_to(self._pipes[2][0])
         if 1 in self._pipes or 2 in self._pipes:
             saved = self._pipes.get(self._file.fileno(), (None,))[0]
@@ -111,31 +119,59 @@ class TerminalFds:
 
     def _redirect(self, fd: int) -> None:
         saved = os.dup(fd)
-        read, write = os.pipe()
+        try:
+            read, write = os.pipe()
+        except OSError:
+            os.close(saved)
+            raise
         os.set_blocking(read, False)
         with contextlib.suppress(AttributeError, OSError):  # Linux: room for a burst
             import fcntl
 
             fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, 1 << 20)
-        os.dup2(write, fd)
-        os.close(write)
+        try:
+            os.dup2(write, fd)
+        except OSError:
+            for end in (saved, read):
+                os.close(end)
+            raise
+        finally:
+            os.close(write)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pipes[fd] = (saved, read, decoder)
 
     def drain(self) -> None:
-        """Hand what was written to the descriptors since to their ``HeldLines``."""
-        for fd, (_, read, decoder) in self._pipes.items():
-            while True:
-                try:
-                    chunk = os.read(read, 1 << 16)
-                except (BlockingIOError, OSError):
-                    break
-                if not chunk:
-                    break
-                self._held[fd].write(decoder.decode(chunk))
+        """Hand what was written to the descriptors since to their ``HeldLines`` (called
+        before each draw, and before each write to those, to keep the order)."""
+        with self._lock:
+            for fd, (_, read, decoder) in self._pipes.items():
+                while True:
+                    try:
+                        chunk = os.read(read, 1 << 16)
+                    except OSError:  # (BlockingIOError: nothing more now)
+                        break
+                    if not chunk:
+                        break
+                    self._held[fd].append(decoder.decode(chunk))
+
+    def sync_size(self) -> None:
+        """Follow the terminal's size: rich, which asks descriptors 0-2 (pipes now, but
+        for stdin), would otherwise fall back to 80 columns (``COLUMNS`` and ``LINES``,
+        which rich reads first, still win)."""
+        if self._console.file is self._file or os.environ.get("COLUMNS", "").isdigit():
+            return
+        with contextlib.suppress(OSError, ValueError):
+            size = os.get_terminal_size(self._console.file.fileno())
+            if size.columns > 0 and size.lines > 0:
+                self._console.size = size
 
     def restore(self) -> None:
-        """Point the descriptors at the terminal again, and take what is left."""
+        """Point the descriptors at the terminal again, and take what is left. What a
+        program an item started writes later (it still holds a pipe) is copied to the
+        terminal by a process of its own, until the program closes its end: closed, the
+        pipe would kill the program with SIGPIPE."""
+        for held in self._held.values():
+            held.before_write = None
         if self._console.file is not self._file:
             with contextlib.suppress(OSError, ValueError):
                 self._console.file.flush()
@@ -147,10 +183,42 @@ class TerminalFds:
             _faulthandler_to(2)
         self.drain()
         for saved, read, _ in self._pipes.values():
+            with contextlib.suppress(OSError):
+                if _still_written(read, saved):
+                    _copy_until_closed(read, saved)
             for end in (saved, read):
                 with contextlib.suppress(OSError):
                     os.close(end)
         self._pipes.clear()
+
+
+def _still_written(read: int, write: int) -> bool:
+    """Whether a process other than this one still holds the pipe's write end (this
+    one's descriptors point elsewhere now, and what was written is drained; what came
+    since goes to ``write``)."""
+    try:
+        late = os.read(read, 1 << 16)
+    except BlockingIOError:
+        return True
+    if late:
+        os.write(write, late)
+    return late != b""
+
+
+def _copy_until_closed(read: int, write: int) -> None:
+    """Copy what arrives on ``read`` to ``write``, from a grandchild process that lasts
+    until every writer has closed its end (and this process may have exited)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - in the child: only system calls, then _exit
+        try:
+            if os.fork() == 0:
+                os.setsid()  # (no SIGHUP when the terminal's session leader exits)
+                os.set_blocking(read, True)
+                while chunk := os.read(read, 1 << 16):
+                    os.write(write, chunk)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def _faulthandler_to(fd: int) -> bool:
@@ -214,10 +282,11 @@ class LiveDisplay:
     def _draw(self, *, everything: bool = False) -> None:
         from rich.text import Text
 
+        self._fds.drain()  # (also once the terminal is gone: a full pipe would block writers)
+        printed = [held.take(everything=everything) for held in self._streams.values()]
         if self._gone:
             return
-        self._fds.drain()
-        printed = [held.take(everything=everything) for held in self._streams.values()]
+        self._fds.sync_size()
         with self._lock:
             shown, self._shown = self._shown, []
             changes, self._changes = self._changes, []
@@ -231,9 +300,10 @@ class LiveDisplay:
             for renderable in shown:
                 console.print(renderable)
             self.progress.refresh()
-        except BrokenPipeError:
+        except Exception:  # a broken pipe, or EIO: the terminal has gone (or rich failed)
             self._gone = True
-            self._on_gone()
+            with contextlib.suppress(Exception):
+                self._on_gone()
 
     def stop(self) -> None:
         """Draw what is left, take the bars away, and put the streams back (unless code
