@@ -67,6 +67,18 @@ CREATE TABLE IF NOT EXISTS items (
 """
 
 
+def _allow_null_average_score(db: sqlite3.Connection) -> None:
+    """A database made before evaluators without assertions had no score (NULL) declared
+    `average_score` NOT NULL: copy its rows into the table as it is now."""
+    columns = db.execute("PRAGMA table_info(evaluators)").fetchall()
+    if not any(name == "average_score" and notnull for _, name, _, notnull, *_ in columns):
+        return
+    db.execute("ALTER TABLE evaluators RENAME TO evaluators_old")
+    db.executescript(SCHEMA)
+    db.execute("INSERT INTO evaluators SELECT * FROM evaluators_old")
+    db.execute("DROP TABLE evaluators_old")
+
+
 class SqliteOutput(OutputDriver):
     """Appends each run to a SQLite file: one row per run, per evaluator and per item.
 
@@ -87,6 +99,7 @@ class SqliteOutput(OutputDriver):
         # committed on success and rolled back if the hook raises.
         with closing(sqlite3.connect(self.path)) as db, db:
             db.executescript(SCHEMA)
+            _allow_null_average_score(db)
             yield db
 
     def start_run(self, run: RunInfo) -> None:

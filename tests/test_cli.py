@@ -1096,6 +1096,9 @@ def test_cli_option_values_that_look_like_options_but_are_not_ones_are_kept(
     result = cli("run", "-k", "-echo-", "--no-progress")  # (a name may start with a dash)
     assert result.code == 2
     assert "No evaluator in evaluators matches -k '-echo-'" in result.stderr
+    after_dashes = cli("run", "--no-progress", "--", "--tag", "--verbose")  # paths only
+    assert after_dashes.code == 2
+    assert "'--tag' does not exist" in after_dashes.stderr, after_dashes
 
 
 def test_cli_piped_into_a_reader_that_stops_early_is_quiet(write: Write, tmp_path: Path) -> None:

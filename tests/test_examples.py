@@ -518,6 +518,35 @@ def test_examples_sqlite_output_writes_one_row_per_run_evaluator_and_item(
     ]
 
 
+def test_examples_sqlite_output_takes_a_database_made_when_scores_were_never_null(
+    examples: list[type[BaseEvaluator]], tmp_path: Path
+) -> None:
+    from _drivers import SCHEMA, SqliteOutput
+
+    path = tmp_path / "results.sqlite"
+    with closing(sqlite3.connect(path)) as db, db:
+        db.executescript(SCHEMA.replace("average_score REAL,", "average_score REAL NOT NULL,"))
+        db.execute(
+            "INSERT INTO evaluators VALUES ('old', 'E', 'E', 'passed', 1, 1, 0, 0, 1.0, 1.0, 0.1)"
+        )
+
+    class NoAssertions(BaseEvaluator):
+        def get_dataset(self) -> list[dict[str, Any]]:
+            return [{"id": "a"}]
+
+        def run(self, item: dict[str, Any]) -> str:
+            return "ok"
+
+        def evaluate(self, output: str, item: dict[str, Any]) -> None:
+            pass
+
+    run = run_evaluations([NoAssertions], outputs=[SqliteOutput(path)], journal=False)
+    assert run.exit_code == 0 and not run.driver_errors
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT run_id, average_score FROM evaluators ORDER BY run_id")
+        assert rows.fetchall() == [(run.id, None), ("old", 1.0)]
+
+
 # -- the getting-started tutorial ------------------------------------------------------------
 
 GETTING_STARTED = ROOT / "docs" / "getting-started.md"

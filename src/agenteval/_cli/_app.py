@@ -373,6 +373,8 @@ def _value_missing(cli: Any, argv: list[str]) -> str | None:
     takes_value = {n for p in options if not p.is_flag for n in p.opts}
     names = {n for p in options for n in (*p.opts, *p.secondary_opts)} | {"--help"}
     for arg, nxt in itertools.pairwise(argv):
+        if arg == "--":  # what follows is paths only
+            break
         if arg in takes_value and arg != "--resume" and nxt.split("=", 1)[0] in names:
             return f"{arg} needs a value, got the option {nxt}"
     return None
