@@ -150,3 +150,26 @@ def test_console_resume_hint_repeats_the_command_with_the_run(
         }[retrying]
     )
     assert console._resume_command("R") == expected
+
+
+@pytest.mark.parametrize("width", [50, 59, 60, 80, 99, 100, 160])
+def test_the_bar_keeps_done_total_counts_and_eta_whole_with_large_totals(width: int) -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Column
+
+    from agenteval.outputs._console import _bar_columns, _name_width
+
+    console = Console(width=width, force_terminal=True, color_system=None)
+    name = Column(no_wrap=True, overflow="ellipsis", max_width=_name_width(width, 5))
+    bars = Progress(*_bar_columns(width, name), console=console)
+    task = bars.add_task(
+        "An evaluator with a long name " * 3, total=10_000, passed=9_999, failed=0, errors=10_000
+    )
+    bars.update(task, completed=9_999)
+    with console.capture() as captured:
+        console.print(bars.make_tasks_table(bars.tasks))
+    line = captured.get().rstrip("\n")
+    assert len(line) <= width
+    assert "… " in line and " 9999/10000 " in line and line.endswith(" -:--:--"), line
+    assert ("10000 errors" if width >= 100 else "10000!") in line, line

@@ -51,6 +51,8 @@ class ConsoleOutput(OutputDriver):
         self._parallel = False
         self._gone = False  # whoever read the console has gone away
         self._live_display: Any = None  # draws the bars, and what is printed above them
+        self._name_column: Any = None  # the bars' name column, cut to what the rest leaves
+        self._widest_total = 0
 
     # -- plumbing ------------------------------------------------------------------------
     @property
@@ -146,9 +148,14 @@ class ConsoleOutput(OutputDriver):
         )
         if self._live():
             from rich.progress import Progress
+            from rich.table import Column
+
+            self._name_column = Column(
+                no_wrap=True, overflow="ellipsis", max_width=_name_width(self.console.width, 1)
+            )
 
             bars = Progress(
-                *_bar_columns(self.console.width),
+                *_bar_columns(self.console.width, self._name_column),
                 console=self.console,
                 transient=True,
                 auto_refresh=False,  # drawn by LiveDisplay's thread, and only by it
@@ -182,6 +189,8 @@ class ConsoleOutput(OutputDriver):
 
     # the bars change in the live display's thread (see ``_live``)
     def _add_bar(self, evaluator: str, name: str, total: int | None) -> None:
+        self._widest_total = max(self._widest_total, total or 0)
+        self._name_column.max_width = _name_width(self.console.width, len(str(self._widest_total)))
         self._tasks[evaluator] = self._live_display.progress.add_task(
             name, total=total, passed=0, failed=0, errors=0
         )
@@ -426,10 +435,21 @@ NOTABLE_LIMIT = 25
 _ID_LIMIT = 60
 
 
-def _bar_columns(width: int) -> list[Any]:
-    """The progress bar's columns for a terminal ``width`` wide: the name is cut short
-    (with …) so that the counts and times always fit; a narrow terminal gets shorter
-    counts (``12✓ 3✗ 0!``: passed, failed, errors), then no bar, then no elapsed time."""
+def _name_width(width: int, digits: int) -> int:
+    """How wide the bars' name column may be on a terminal ``width`` wide, when totals
+    have up to ``digits`` digits: what the other columns of ``_bar_columns`` leave."""
+    rest = 2 * digits + 1 + 8  # done/total, the ETA (and a space after each column)
+    rest += 3 * digits + 24 if width >= 100 else 3 * digits + 6  # the counts
+    rest += 8 if width >= 50 else 0  # the elapsed time
+    rest += 7 if width >= 60 else 0  # the bar, at its narrowest
+    return max(4, min(32, width - rest - 1))
+
+
+def _bar_columns(width: int, name: Any) -> list[Any]:
+    """The progress bar's columns for a terminal ``width`` wide: the name (the ``name``
+    column) is cut short with … so that the counts and times always fit; a narrow
+    terminal gets shorter counts (``12✓ 3✗ 0!``: passed, failed, errors), then no bar,
+    then no elapsed time."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -449,7 +469,6 @@ def _bar_columns(width: int) -> list[Any]:
         else "[green]{task.fields[passed]}✓[/] [red]{task.fields[failed]}✗[/] "
         "[yellow]{task.fields[errors]}![/]"
     )
-    name = Column(no_wrap=True, overflow="ellipsis", max_width=max(6, min(32, width // 4)))
     columns: list[Any] = [TextColumn("{task.description}", markup=False, table_column=name)]
     if width >= 60:
         columns.append(BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=6)))
