@@ -156,13 +156,13 @@ def test_console_resume_hint_repeats_the_command_with_the_run(
 def test_the_bar_keeps_done_total_counts_and_eta_whole_with_large_totals(width: int) -> None:
     from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Column
 
     from agenteval.outputs._console import _bar_columns, _name_width
 
     console = Console(width=width, force_terminal=True, color_system=None)
-    name = Column(no_wrap=True, overflow="ellipsis", max_width=_name_width(width, 5))
-    bars = Progress(*_bar_columns(width, name), console=console)
+    name, columns = _bar_columns(width)
+    name.max_width = _name_width(width, 5)  # (what a bar of 10,000 items makes it)
+    bars = Progress(*columns, console=console)
     task = bars.add_task(
         "An evaluator with a long name " * 3, total=10_000, passed=9_999, failed=0, errors=10_000
     )

@@ -148,14 +148,11 @@ class ConsoleOutput(OutputDriver):
         )
         if self._live():
             from rich.progress import Progress
-            from rich.table import Column
 
-            self._name_column = Column(
-                no_wrap=True, overflow="ellipsis", max_width=_name_width(self.console.width, 1)
-            )
+            self._name_column, columns = _bar_columns(self.console.width)
 
             bars = Progress(
-                *_bar_columns(self.console.width, self._name_column),
+                *columns,
                 console=self.console,
                 transient=True,
                 auto_refresh=False,  # drawn by LiveDisplay's thread, and only by it
@@ -435,21 +432,25 @@ NOTABLE_LIMIT = 25
 _ID_LIMIT = 60
 
 
+# the widths of terminal from which the bars have counts in words, a bar, the elapsed time
+_WORDS_FROM, _BAR_FROM, _ELAPSED_FROM = 100, 60, 50
+
+
 def _name_width(width: int, digits: int) -> int:
     """How wide the bars' name column may be on a terminal ``width`` wide, when totals
     have up to ``digits`` digits: what the other columns of ``_bar_columns`` leave."""
     rest = 2 * digits + 1 + 8  # done/total, the ETA (and a space after each column)
-    rest += 3 * digits + 24 if width >= 100 else 3 * digits + 6  # the counts
-    rest += 8 if width >= 50 else 0  # the elapsed time
-    rest += 7 if width >= 60 else 0  # the bar, at its narrowest
+    rest += 3 * digits + (24 if width >= _WORDS_FROM else 6)  # the counts
+    rest += 8 if width >= _ELAPSED_FROM else 0
+    rest += 7 if width >= _BAR_FROM else 0  # the bar, at its narrowest
     return max(4, min(32, width - rest - 1))
 
 
-def _bar_columns(width: int, name: Any) -> list[Any]:
-    """The progress bar's columns for a terminal ``width`` wide: the name (the ``name``
-    column) is cut short with … so that the counts and times always fit; a narrow
-    terminal gets shorter counts (``12✓ 3✗ 0!``: passed, failed, errors), then no bar,
-    then no elapsed time."""
+def _bar_columns(width: int) -> tuple[Any, list[Any]]:
+    """The progress bar's name column and all its columns for a terminal ``width``
+    wide: the name is cut short with … so that the counts and times fit (its width
+    follows the totals, see ``_name_width``); a narrow terminal gets shorter counts
+    (``12✓ 3✗ 0!``: passed, failed, errors), then no bar, then no elapsed time."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -465,18 +466,19 @@ def _bar_columns(width: int, name: Any) -> list[Any]:
     counts = (
         "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
         "[yellow]{task.fields[errors]} errors[/]"
-        if width >= 100
+        if width >= _WORDS_FROM
         else "[green]{task.fields[passed]}✓[/] [red]{task.fields[failed]}✗[/] "
         "[yellow]{task.fields[errors]}![/]"
     )
+    name = Column(no_wrap=True, overflow="ellipsis", max_width=_name_width(width, 1))
     columns: list[Any] = [TextColumn("{task.description}", markup=False, table_column=name)]
-    if width >= 60:
+    if width >= _BAR_FROM:
         columns.append(BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=6)))
     columns += [MofNCompleteColumn(table_column=fixed()), TextColumn(counts, table_column=fixed())]
-    if width >= 50:
+    if width >= _ELAPSED_FROM:
         columns.append(TimeElapsedColumn(table_column=fixed()))
     columns.append(TimeRemainingColumn(table_column=fixed()))
-    return columns
+    return name, columns
 
 
 def _tag(status: str) -> str:
