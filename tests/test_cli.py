@@ -1078,6 +1078,8 @@ def test_cli_report_of_many_failures_lists_the_first_ones_and_says_how_many_more
         (["--retry-errors", "-v"], "--retry-errors needs a value, got the option -v"),
         (["-k", "--output-json=x.json"], "-k needs a value, got the option --output-json=x.json"),
         (["-c", "2", "--timeout", "--help"], "--timeout needs a value, got the option --help"),
+        (["-vk", "--no-progress"], "-k needs a value, got the option --no-progress"),
+        (["-vc", "--tag", "x"], "-c needs a value, got the option --tag"),
     ],
 )
 def test_cli_an_option_given_another_option_as_its_value_is_refused(
@@ -1096,6 +1098,9 @@ def test_cli_option_values_that_look_like_options_but_are_not_ones_are_kept(
     result = cli("run", "-k", "-echo-", "--no-progress")  # (a name may start with a dash)
     assert result.code == 2
     assert "No evaluator in evaluators matches -k '-echo-'" in result.stderr
+    clustered = cli("run", "-vkfoo", "--no-progress")  # -k's value is the cluster's rest
+    assert clustered.code == 2
+    assert "No evaluator in evaluators matches -k 'foo'" in clustered.stderr
     after_dashes = cli("run", "--no-progress", "--", "--tag", "--verbose")  # paths only
     assert after_dashes.code == 2
     assert "'--tag' does not exist" in after_dashes.stderr, after_dashes

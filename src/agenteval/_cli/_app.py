@@ -375,8 +375,20 @@ def _value_missing(cli: Any, argv: list[str]) -> str | None:
     for arg, nxt in itertools.pairwise(argv):
         if arg == "--":  # what follows is paths only
             break
-        if arg in takes_value and arg != "--resume" and nxt.split("=", 1)[0] in names:
-            return f"{arg} needs a value, got the option {nxt}"
+        option = _last_short_option(arg, takes_value) or arg
+        if option in takes_value and option != "--resume" and nxt.split("=", 1)[0] in names:
+            return f"{option} needs a value, got the option {nxt}"
+    return None
+
+
+def _last_short_option(arg: str, takes_value: set[str]) -> str | None:
+    """In a cluster of short options (``-vk``), the one that takes the next argument as
+    its value: a value-taking option that ends the cluster. None for anything else."""
+    if not arg.startswith("-") or arg.startswith("--") or len(arg) < 3:
+        return None
+    for i, letter in enumerate(arg[1:], start=1):
+        if f"-{letter}" in takes_value:  # the rest of the cluster, if any, is its value
+            return f"-{letter}" if i == len(arg) - 1 else None
     return None
 
 
