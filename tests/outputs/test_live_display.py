@@ -281,3 +281,67 @@ def test_a_run_with_stdout_closed_keeps_its_exit_code(tmp_path: Path) -> None:
     proc = run_piped(tmp_path, "run evals --runs-dir runs >&-")
     assert proc.returncode == 0, proc.stderr
     assert "driver failed" not in proc.stderr
+
+
+HANGS_UP = """
+    import os, subprocess, time
+    from agenteval import BaseEvaluator
+
+    class Talks(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": i} for i in range(12)]
+
+        def run(self, item):
+            print(f"item {item['id']} starts")
+            for _ in range(300):  # 1.2 MB past sys.stderr: more than the display's pipe holds
+                os.write(2, b"past sys.stderr " * 256)
+            subprocess.run(["sh", "-c", "for i in $(seq 200); do echo sub $i; done"])
+            time.sleep(0.1)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_a_terminal_that_hangs_up_mid_run_loses_nothing_and_blocks_no_writer(
+    tmp_path: Path,
+) -> None:
+    # the window closes, SIGHUP ignored (nohup, a CI agent): every write to the terminal
+    # now fails with EIO; the items that print, the display's pipes and the report must
+    # neither block nor be lost
+    import signal
+    import time
+
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "talks_eval.py").write_text(textwrap.dedent(HANGS_UP))
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child execs the CLI
+        os.chdir(tmp_path)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # kept across exec
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
+        env.update(TERM="xterm-256color", COLUMNS="80", LINES="30")
+        args = ["evals", "--runs-dir", "runs", "--output-json", "out.json"]
+        os.execve(AGENTEVAL, [AGENTEVAL, "run", *args], env)
+    raw = bytearray()
+    while "━".encode() not in raw:  # the bars are up: hang up
+        ready, _, _ = select.select([fd], [], [], 30)
+        assert ready, raw[-2000:]
+        raw += os.read(fd, 65536)
+    os.close(fd)
+    deadline = time.monotonic() + 30
+    try:
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+            assert time.monotonic() < deadline, "the run blocked after the terminal hung up"
+            time.sleep(0.1)
+    except AssertionError:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert report["run"]["totals"]["passed"] == 12
+    assert not report["run"]["driver_errors"]
+    (journal,) = (tmp_path / "runs").glob("*/records.jsonl")
+    records = journal.read_text().splitlines()
+    assert len(records) == 12
