@@ -10,6 +10,7 @@ import pytest
 
 from agenteval import BaseEvaluator, DiscoveryError
 from agenteval._discovery import discover, select
+from cli_support import CliResult
 
 Write = Callable[[str, str], Path]
 
@@ -201,3 +202,67 @@ def test_discover_refuses_a_pipe_named_like_an_evaluator(tmp_path: Path) -> None
     os.mkfifo(tmp_path / "stream.py")  # reading it would wait for a writer forever
     with pytest.raises(DiscoveryError, match="not a regular file"):
         discover([tmp_path])
+
+
+CHECKS_HELPER = """
+from _support import VALUE
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringStartsWith
+
+class {name}(BaseEvaluator):
+    def get_dataset(self):
+        return [{{"id": 0}}]
+
+    def run(self, item):
+        return VALUE
+
+    def evaluate(self, output, item):
+        self.assert_that(StringStartsWith("{value}"), output)
+"""
+
+
+def test_each_folder_imports_its_own_helper_of_a_shared_name(
+    cli: Callable[..., CliResult], write: Write
+) -> None:
+    # evaluators/refunds/_support.py and evaluators/shipping/_support.py: each file gets its own
+    for folder in ("refunds", "shipping"):
+        write(f"evals/{folder}/_support.py", f"VALUE = {folder!r}\n")
+        write(f"evals/{folder}/check.py", CHECKS_HELPER.format(name=folder.title(), value=folder))
+    for args in ((), ("-c", "2")):
+        result = cli("run", "evals", "--no-progress", *args)
+        assert result.code == 0, result.stdout
+
+
+def test_an_evaluator_file_named_like_a_module_it_would_hide_is_refused(
+    cli: Callable[..., CliResult], write: Write
+) -> None:
+    # agenteval imports yaml (and the provider SDKs) when a dataset or a model needs them
+    write("evals/yaml.py", _evaluator("Yaml"))
+    result = cli("run", "evals", "--no-progress")
+    assert result.code == 2
+    assert result.stderr.startswith("agenteval: error: evals/yaml.py has the name of the module")
+    assert "rename it (e.g. yaml_eval.py)" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_folders_named_env_are_searched_and_eval_files_imported_whatever_their_text(
+    write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write("evals/env/checks.py", _evaluator("Environment"))  # a topic, not a virtualenv
+    write("evals/build/checks.py", _evaluator("BuildOutput"))  # skipped: a build's copy
+    # a base class in an installed package shows in no source of the folder
+    write(
+        "lib/sharedlib.py",
+        _evaluator("SharedBase").replace("tags =", "__abstract__ = True\n    tags ="),
+    )
+    write(
+        "evals/refunds_eval.py",
+        "from sharedlib import SharedBase\nclass Refunds(SharedBase):\n    pass\n",
+    )
+    write("evals/notes.py", "raise RuntimeError('never imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    assert [s.id for s in discover(["evals"])] == [
+        "evals/env/checks.py::Environment",
+        "evals/refunds_eval.py::Refunds",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import inspect
 import re
@@ -14,9 +15,16 @@ from pathlib import Path
 from ._errors import DiscoveryError
 from ._evaluator import BaseEvaluator
 
-_SKIP_DIRS = frozenset(
-    {"__pycache__", "node_modules", "site-packages", "venv", "env", ".venv", "build", "dist"}
-)
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
+"""Folders a folder's search never enters (virtualenvs are known by their ``pyvenv.cfg``,
+whatever their name; hidden folders are skipped too). Given as a PATH, they are searched."""
+
+_EVAL_FILE = re.compile(r"(^eval_.*|.*_evals?)\.py$")
+"""Files imported whatever their text says: their evaluators may derive from a base class
+in an installed package, which no source in the folder shows."""
+
+_on_path: set[Path] = set()
+"""The evaluator folders put on ``sys.path`` so far."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,11 @@ def _candidate_files(folder: Path) -> list[Path]:
         path
         for path, text in texts.items()
         if not path.name.startswith("_")
-        and ("BaseEvaluator" in text or any(bases & names for _, bases in classes[path]))
+        and (
+            "BaseEvaluator" in text
+            or any(bases & names for _, bases in classes[path])
+            or _EVAL_FILE.match(path.name)
+        )
     ]
 
 
@@ -111,7 +123,12 @@ def _evaluator_class_names(
 
 
 def _import_file(path: Path, shown: str, root: Path) -> object:
-    for entry in (str(root.resolve()), str(path.parent.resolve())):
+    folder = path.parent.resolve()
+    if folder not in _on_path:
+        _refuse_shadows(folder, root)
+        _on_path.add(folder)
+    _forget_helpers_of_other_folders(folder)
+    for entry in (str(root.resolve()), str(folder)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     name = "_agenteval_eval_" + re.sub(r"\W", "_", shown.removesuffix(".py"))
@@ -135,6 +152,53 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
         where = f"{shown}:{line}" if line else shown
         raise DiscoveryError(f"Could not import {where}: {type(exc).__name__}: {exc}") from None
     return module
+
+
+def _refuse_shadows(folder: Path, root: Path) -> None:
+    """A module of ``folder`` named like one found elsewhere and not imported yet
+    (``yaml.py``, ``openai.py``): with the folder on ``sys.path``, whatever imports that
+    name later — agenteval's YAML datasets, its OpenAI model — would get the file instead."""
+    elsewhere = [p for p in sys.path if p and Path(p).resolve() not in _on_path | {folder}]
+    for file in sorted(folder.glob("*.py")):
+        name = file.stem
+        if not name.isidentifier() or name.startswith("__") or name in sys.modules:
+            continue
+        if name in sys.builtin_module_names:
+            origin = "built into Python"
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(name, elsewhere)
+            if spec is None:
+                continue
+            origin = spec.origin or (list(spec.submodule_search_locations or ()) or ["?"])[0]
+        raise DiscoveryError(
+            f"{_display_path(file, root)} has the name of the module {name!r} ({origin}): "
+            f"with its folder on sys.path, `import {name}` would load this file instead — "
+            f"rename it (e.g. {name}_eval.py)"
+        )
+
+
+def _forget_helpers_of_other_folders(folder: Path) -> None:
+    """Forget the modules another evaluator folder's files imported from that folder
+    under a name ``folder`` has a module of, too (``_support.py`` in both): the files of
+    ``folder`` then import their own, and those that imported the other keep it."""
+    forgotten = set()
+    for name, module in list(sys.modules.items()):
+        if "." in name:
+            continue
+        source = getattr(module, "__file__", None)
+        if not source:
+            continue
+        where = Path(source).resolve().parent
+        if where.name == name:  # a package: its folder's parent is the folder on the path
+            where = where.parent
+        if where in _on_path and where != folder and _has_module(folder, name):
+            forgotten.add(name)
+    for name in [n for n in sys.modules if n.partition(".")[0] in forgotten]:
+        del sys.modules[name]
+
+
+def _has_module(folder: Path, name: str) -> bool:
+    return (folder / f"{name}.py").is_file() or (folder / name).is_dir()
 
 
 def _line_in(exc: BaseException, path: Path) -> int | None:
