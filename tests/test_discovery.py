@@ -196,6 +196,29 @@ def test_missing_methods_fail_at_class_definition() -> None:
                 return []
 
 
+@pytest.mark.parametrize(
+    ("attribute", "value", "message"),
+    [
+        ("tags", None, "Bad.tags must be a string or a list of strings, got None"),
+        ("tags", ["a", 1], "Bad.tags must be a string or a list of strings, got ['a', 1]"),
+        ("name", 123, "Bad.name must be a string, got int"),
+        ("description", ["x"], "Bad.description must be a string, got list"),
+    ],
+)
+def test_wrong_report_attributes_fail_at_class_definition(
+    cli: Callable[..., CliResult], write: Write, attribute: str, value: object, message: str
+) -> None:
+    # not once every item has run, with no report
+    source = _evaluator("Bad").replace("    tags = ()", f"    {attribute} = {value!r}")
+    write("evals/bad.py", source)
+    result = cli("run", "evals", "--no-progress")
+    assert result.code == 2
+    assert (
+        result.stderr
+        == f"agenteval: error: Could not import evals/bad.py:3: TypeError: {message}\n"
+    )
+
+
 def test_discover_refuses_a_pipe_named_like_an_evaluator(tmp_path: Path) -> None:
     import os
 

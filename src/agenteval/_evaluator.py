@@ -18,6 +18,20 @@ from .assertions._base import Assertion
 _REQUIRED = ("get_dataset", "run", "evaluate")
 
 
+def _check_class_attributes(cls: type) -> None:
+    """``name``, ``description`` and ``tags`` as reports and ``--tag`` use them: a wrong
+    type is an error where the class is defined, not once every item has run."""
+    name, description, tags = cls.name, cls.description, cls.tags  # type: ignore[attr-defined]
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{cls.__name__}.name must be a string, got {type(name).__name__}")
+    if not isinstance(description, str):
+        raise TypeError(
+            f"{cls.__name__}.description must be a string, got {type(description).__name__}"
+        )
+    if not isinstance(tags, (tuple, list)) or not all(isinstance(t, str) for t in tags):
+        raise TypeError(f"{cls.__name__}.tags must be a string or a list of strings, got {tags!r}")
+
+
 class BaseEvaluator:
     """Base class of an evaluator: a dataset, the agent run on each item, and assertions.
 
@@ -49,6 +63,7 @@ class BaseEvaluator:
         super().__init_subclass__(**kwargs)
         if isinstance(cls.__dict__.get("tags"), str):
             cls.tags = (cls.__dict__["tags"],)  # `tags = "smoke"` means one tag, not five
+        _check_class_attributes(cls)
         if cls.__dict__.get("__abstract__", False):
             return
         missing = [m for m in _REQUIRED if getattr(cls, m) is getattr(BaseEvaluator, m)]
