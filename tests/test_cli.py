@@ -925,6 +925,38 @@ def test_cli_lone_surrogates_never_lose_a_record(cli: Cli, write: Write, tmp_pat
         assert item["assertions"][0]["passed"] is True
 
 
+@pytest.mark.parametrize("hook", ["start_run", "item_finished", "finish_run"])
+@pytest.mark.parametrize("executor", [[], ["-c", "2"]])
+def test_cli_driver_that_calls_os_exit_is_a_driver_failure(
+    cli: Cli, write: Write, tmp_path: Path, hook: str, executor: list[str]
+) -> None:
+    # not the end of agenteval with the driver's exit code, and no report
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        f"""
+        import os
+        from agenteval.outputs import ConsoleOutput, JsonOutput, OutputDriver
+
+        class Exits(OutputDriver):
+            def {hook}(self, *args):
+                os._exit(7)
+
+            def output(self, summary):
+                pass
+
+        output = [Exits(), ConsoleOutput, JsonOutput("out.json")]
+        """,
+    )
+    result = cli("run", *executor)
+    assert result.code == 2, result
+    failure = f"Exits.{hook}() called os._exit(7): a driver must not end the process"
+    assert f"agenteval: output driver failed: {failure}" in result.stderr
+    assert result.lines[-1].startswith("ERROR: 2 items, 2 passed")
+    summary = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]
+    assert summary["passed"] == 2
+
+
 def test_cli_driver_that_exits_is_a_driver_failure(cli: Cli, write: Write, tmp_path: Path) -> None:
     write("evaluators/echo.py", PASSING)
     write(

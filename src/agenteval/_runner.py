@@ -41,7 +41,9 @@ from ._item import (
     DEFAULT_MAX_OUTPUT_BYTES,
     HardStop,
     ItemTask,
+    ProcessExit,
     error_info,
+    guarding_exit,
     record_json,
     scrub,
 )
@@ -124,12 +126,17 @@ class _Drivers:
             if which is not None and not which(driver):
                 continue
             try:
-                getattr(driver, hook)(*args)
+                with guarding_exit():  # also around start_run and finish_run, and under fork
+                    getattr(driver, hook)(*args)
             except (Exception, SystemExit, KeyboardInterrupt) as exc:
                 # (rich exits on a broken stdout pipe)
                 if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
                     raise  # maybe the user's Ctrl-C: it stops the run
-                error = f"{type(driver).__name__}.{hook}() raised {type(exc).__name__}: {exc}"
+                error = f"{type(driver).__name__}.{hook}() "
+                if isinstance(exc, ProcessExit):
+                    error += f"called os._exit({exc.status}): a driver must not end the process"
+                else:
+                    error += f"raised {type(exc).__name__}: {exc}"
                 self._errors[error] = self._errors.get(error, 0) + 1
 
 
