@@ -567,6 +567,26 @@ DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
             "        raise RuntimeError('cannot connect')\noutput = [Boom]\n",
             "conf.py: output[0]: Boom() raised RuntimeError: cannot connect\n",  # no hint
         ),
+        (  # found before the run, as --output-json's, not after it
+            "--config",
+            DRIVERS + "output = [JsonOutput('conf.py/r.json')]\n",
+            "conf.py: output[0]: JsonOutput: conf.py/r.json cannot be written: ",
+        ),
+        (
+            "--config",
+            DRIVERS + "output = [JsonOutput('evaluators')]\n",
+            "conf.py: output[0]: JsonOutput: evaluators is a folder: give a file's path",
+        ),
+        (
+            "--config",
+            "from agenteval.outputs import ConsoleOutput\noutput = [ConsoleOutput(stream='x.log')]\n",
+            "ConsoleOutput(stream=...) must be an open text file, got 'x.log'",
+        ),
+        (
+            "--config",
+            "from agenteval.outputs import ConsoleOutput\noutput = [ConsoleOutput(verbose='no')]\n",
+            "ConsoleOutput(verbose=...) must be True or False, got 'no'",
+        ),
     ],
 )
 def test_cli_config_and_bootstrap_mistakes_are_one_line_before_the_run(
@@ -581,6 +601,22 @@ def test_cli_config_and_bootstrap_mistakes_are_one_line_before_the_run(
     assert result.code == 2, result
     assert error in result.stderr and result.stderr.count("\n") == 1, result.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_cli_config_and_bootstrap_import_modules_next_to_them(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    write("conf/_paths.py", "REPORT = 'from-conf.json'\n")
+    write("conf/boot.py", "import _paths\n")
+    write(
+        "conf/evaluation.py",
+        "from _paths import REPORT\nfrom agenteval.outputs import JsonOutput\n"
+        "output = [JsonOutput(REPORT)]\n",
+    )
+    result = cli("run", "--config", "conf/evaluation.py", "--bootstrap", "conf/boot.py")
+    assert result.code == 0, result
+    assert (tmp_path / "from-conf.json").exists()
 
 
 def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import runpy
+import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,9 @@ def _line_in(exc: BaseException, path: Path) -> str:
 def _run_file(path: Path, role: str, run_name: str) -> dict[str, Any]:
     from ._item import ProcessExit, guarding_exit
 
+    folder = str(path.resolve().parent)  # its sibling modules import, as under `python FILE`
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         with guarding_exit():
             return runpy.run_path(str(path), run_name=run_name)
@@ -109,6 +113,10 @@ def _complete(driver: OutputDriver, where: str) -> OutputDriver:
         raise ConfigError(
             f"{where}: {name} does not implement output(summary), which every driver must"
         )
+    from .outputs._json import JsonOutput, unwritable
+
+    if isinstance(driver, JsonOutput) and (problem := unwritable(driver.path)):
+        raise ConfigError(f"{where}: JsonOutput: {problem}")  # found now, not after the run
     return driver
 
 

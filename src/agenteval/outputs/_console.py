@@ -40,6 +40,14 @@ class ConsoleOutput(OutputDriver):
     def __init__(
         self, verbose: bool = False, progress: bool = True, stream: IO[str] | None = None
     ) -> None:
+        for flag, value in (("verbose", verbose), ("progress", progress)):
+            if not isinstance(value, bool):
+                raise TypeError(f"ConsoleOutput({flag}=...) must be True or False, got {value!r}")
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise TypeError(
+                f"ConsoleOutput(stream=...) must be an open text file, got {stream!r} (for a "
+                f"file, pass open(path, 'w'))"
+            )
         self.verbose = verbose
         self.progress = progress
         self.stream = stream
