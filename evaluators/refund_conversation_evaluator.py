@@ -106,9 +106,8 @@ def refund_limit_policy(limit: float) -> Any:
 
     def decide(request: ApprovalRequest, so_far: Trajectory) -> dict[str, Any]:
         payload: dict[str, Any] = {}
-        for action in request.pending:
-            call = so_far.last_tool_call(action.name)
-            amount = float((call.inputs if call else action.inputs).get("amount", 0))
+        for action in request.pending:  # each by its own arguments (there may be several)
+            amount = float(action.inputs.get("amount", 0))
             payload[action.id] = (
                 ("reject", "Amount exceeds the automatic refund limit")
                 if amount > limit

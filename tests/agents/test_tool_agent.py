@@ -403,3 +403,71 @@ def test_tool_agent_adds_model_retries_to_the_item() -> None:
 def test_tool_agent_outside_an_item_ignores_retries() -> None:
     agent, _ = agent_with({"text": "ok", "retries": 2})
     assert agent.chat("hi") == "ok"
+
+
+def _refunds_without_ids(ids: list[str | None]) -> str:
+    import json
+
+    calls = [
+        {"type": "function", "function": {"name": "refund_order", "arguments": json.dumps(a)}}
+        for a in ({"order_id": "123", "amount": 250}, {"order_id": "456", "amount": 40})
+    ]
+    for entry, given in zip(calls, ids, strict=True):
+        if given is not None:
+            entry["id"] = given
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "local",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        }
+    )
+
+
+@pytest.mark.parametrize("ids", [["", ""], [None, None], ["same", "same"]])
+def test_tool_agent_gives_calls_without_ids_of_their_own_one_each(
+    fake_provider: FakeProvider, ids: list[str | None]
+) -> None:
+    # a decision keyed by a shared id would be taken for both calls: the $250 refund the
+    # policy rejects would run
+    from agenteval.conversation import Conversation
+
+    REFUNDS.clear()
+    fake_provider.add(FakeProvider.raw(_refunds_without_ids(ids)), "Refunded one of them.")
+    model = OpenAIModel(
+        "local", base_url=fake_provider.openai_base_url, retry=RetryPolicy(max_attempts=1)
+    )
+    agent = ToolAgent(model, tools=[refund_order], require_approval=["refund_order"])
+
+    def policy(request: ApprovalRequest, so_far: Trajectory) -> dict[str, object]:
+        return {
+            a.id: ("reject", "over limit") if a.inputs["amount"] > 100 else "approve"
+            for a in request.pending
+        }
+
+    trajectory = Conversation.make(agent).with_turns(["refund both"]).with_approvals(policy).run()
+    assert REFUNDS == [("456", 40)]
+    calls = trajectory.tool_calls()
+    assert [(c.inputs["amount"], c.approval) for c in calls] == [
+        (250, "rejected"),
+        (40, "approved"),
+    ]
+    assert calls[1].result == "Refunded 40.0 for order 456"
+    assert len({c.id for c in calls}) == 2 and all(c.id for c in calls)
+    # the provider gets each result with the id of its own call
+    sent = fake_provider.requests[-1].json["messages"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == [c.id for c in calls]
+    assert [c["id"] for c in sent[-3]["tool_calls"]] == [c.id for c in calls]
+
+
+def test_approval_decisions_for_actions_sharing_an_id_are_refused() -> None:
+    from agenteval.conversation._protocol import normalize_decisions
+
+    twins = ApprovalRequest(
+        [Action(id="a", name="refund", inputs={"n": 1}), Action(id="a", name="refund", inputs={})]
+    )
+    with pytest.raises(EvaluationError, match=r"share the id\(s\) \['a'\]"):
+        normalize_decisions(twins, {"a": "approve"}, source="the policy")

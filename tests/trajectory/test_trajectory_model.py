@@ -342,6 +342,22 @@ def test_trajectory_transcript_of_calls_reusing_an_id() -> None:
     ]
 
 
+def test_trajectory_the_same_call_made_again_under_its_id_counts_twice() -> None:
+    # a snapshot has no result of its own; a call the provider made again does
+    again = Trajectory.from_messages(
+        [
+            Message.user("go"),
+            Message.assistant("", [ToolCall(id="call_0", name="search", inputs={"q": "a"})]),
+            Message.tool("call_0", "first"),
+            Message.assistant("", [ToolCall(id="call_0", name="search", inputs={"q": "a"})]),
+            Message.tool("call_0", "second"),
+            Message.assistant("done"),
+        ]
+    )
+    assert [c.result for c in again.tool_calls()] == ["first", "second"]
+    assert again.step_count() == 3
+
+
 def test_trajectory_final_snapshot_after_the_result_merges_when_inputs_match() -> None:
     trajectory = Trajectory.from_messages(
         [

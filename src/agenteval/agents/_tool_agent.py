@@ -176,7 +176,7 @@ class ToolAgent:
                 call.model_copy(update={"approval": "pending"})
                 if call.name in self.require_approval
                 else call
-                for call in response.tool_calls
+                for call in self._unique_ids(response.tool_calls)
             ]
             # A response without token counts records none, so budgets can tell "unmeasured" from 0.
             usage = response.usage if response.usage else None
@@ -203,6 +203,23 @@ class ToolAgent:
                 self.stop_reason = "suspended"
                 return request
             self._run_calls(index, {})
+
+    def _unique_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """The calls, each with an id of its own in the whole conversation: a provider may
+        send none, blank ones or one id twice, and results, approvals and the trajectory's
+        calls are matched by id (the history sent back carries the new ids, so the
+        provider sees each result with its own call)."""
+        taken = {c.id for m in self._history for c in m.tool_calls}
+        unique = []
+        for j, call in enumerate(calls):
+            if not call.id or call.id in taken:
+                new = f"call_{self._steps}_{j}"
+                while new in taken:
+                    new += "_"
+                call = call.model_copy(update={"id": new})
+            taken.add(call.id)
+            unique.append(call)
+        return unique
 
     def _run_calls(self, index: int, decisions: Mapping[str, Decision]) -> None:
         message = self._history[index]

@@ -96,6 +96,14 @@ def normalize_decisions(
             f"{{action.id: 'approve' | ('reject', reason)}} for every pending action"
         )
     by_id = {a.id: a for a in request.actions}
+    if len(by_id) < len(request.actions):  # a decision would be taken for two actions
+        shared = sorted(
+            {a.id for a in request.actions if [b.id for b in request.actions].count(a.id) > 1}
+        )
+        raise EvaluationError(
+            f"{source}: the approval request's actions share the id(s) {shared!r}, so a "
+            f"decision keyed by id could not tell them apart: give each action an id of its own"
+        )
     unknown = [key for key in decisions if key not in by_id]
     if unknown:
         names = {a.name for a in request.actions}

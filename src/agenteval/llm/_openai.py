@@ -291,8 +291,10 @@ class OpenAIModel(SdkClients):
                 "OpenAI chat completions API"
             )
         calls = [
-            ToolCall(
-                id=call.id, name=call.function.name, inputs=_arguments(call.function.arguments)
+            ToolCall(  # (OpenAI-compatible servers may send no id: the agent gives one)
+                id=getattr(call, "id", None) or "",
+                name=call.function.name,
+                inputs=_arguments(call.function.arguments),
             )
             for call in message.tool_calls or []
             if call.type == "function"

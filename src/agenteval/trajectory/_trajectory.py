@@ -385,15 +385,17 @@ class _Merged:
         )
 
 
-def _same_call(earlier: ToolCall, later: ToolCall) -> bool:
+def _same_call(earlier: ToolCall, later: ToolCall, result_follows: bool) -> bool:
     """Whether ``later`` is a new snapshot of ``earlier`` (same id), not a new call reusing it.
 
     A call still waiting for its result may be updated (approved, edited); once it has a
-    result, only a snapshot with the same tool and arguments is the same call.
+    result, only a snapshot with the same tool and arguments is the same call, and only if
+    no result for the id follows (``result_follows``): a call the provider made again
+    under the same id gets a result of its own.
     """
     if earlier.result is None:
         return True
-    return earlier.name == later.name and earlier.inputs == later.inputs
+    return not result_follows and earlier.name == later.name and earlier.inputs == later.inputs
 
 
 def _merge(history: Sequence[Message]) -> _Merged:
@@ -407,12 +409,14 @@ def _merge(history: Sequence[Message]) -> _Merged:
     snapshot_of: dict[tuple[int, int], int] = {}
     result_of: dict[int, int] = {}
     latest: dict[str, int] = {}  # call id -> the most recent call with it
+    last_result = {m.tool_call_id: i for i, m in enumerate(history) if m.role == "tool"}
     for i, message in enumerate(history):
         if message.role == "assistant":
             in_message: set[int] = set()
             for j, call in enumerate(message.tool_calls):
                 k = latest.get(call.id)
-                if k is not None and k not in in_message and _same_call(calls[k], call):
+                follows = last_result.get(call.id, -1) > i
+                if k is not None and k not in in_message and _same_call(calls[k], call, follows):
                     update = {field: getattr(call, field) for field in call.model_fields_set}
                     calls[k] = calls[k].model_copy(update=update)
                 else:
