@@ -146,6 +146,21 @@ def test_complete_cached_stores_only_validated_responses(cache_dir: Path) -> Non
     assert model.remaining == 1
 
 
+def test_complete_cached_never_writes_a_reply_holding_a_secret_to_disk(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUPPORT_API_KEY", "sk-live-0123456789abcdef")
+    model = cacheable_model(["echoed sk-live-0123456789abcdef", "again sk-live-0123456789abcdef"])
+
+    first = complete_cached(model, req())
+    second = complete_cached(model, req())  # asked again: nothing was stored
+
+    assert (first.cached, second.cached, len(model.requests)) == (False, False, 2)
+    _cache.close_connections()
+    stored = b"".join(p.read_bytes() for p in cache_dir.rglob("*") if p.is_file())
+    assert b"sk-live-0123456789abcdef" not in stored
+
+
 def test_complete_cached_ignores_a_stored_response_the_validator_now_rejects(
     cache_dir: Path,
 ) -> None:

@@ -273,8 +273,12 @@ def _store(
 ) -> None:
     if not cache_settings().enabled or (validate is not None and not validate(response)):
         return
-    clean = response.model_copy(update={"cached": False, "retries": 0})
-    _put(key, kind, name, clean.model_dump_json())
+    clean = response.model_copy(update={"cached": False, "retries": 0}).model_dump_json()
+    from .._redact import Redactor
+
+    if Redactor.from_environ().in_json(clean):  # a secret never reaches the disk
+        return  # (masked, a replay would differ from the reply: it is asked again instead)
+    _put(key, kind, name, clean)
 
 
 def _encode_vector(vector: list[float]) -> str:
