@@ -208,3 +208,44 @@ def test_file_dataset_keeps_reading_the_same_file_after_chdir(
     assert list(dataset) == [{"n": 1}]
     assert dataset.source == "cases.json"
     assert dataset.base_dir == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000, ""),
+        ("deep.jsonl", '{"input": 1}\n' + "[" * 100_000 + "]" * 100_000 + "\n", " (line 2)"),
+        ("deep.yaml", "[" * 100_000 + "]" * 100_000, ""),
+    ],
+)
+def test_a_file_nested_too_deeply_is_a_dataset_error_naming_it(
+    write: Callable[[str, str], Path], name: str, text: str, where: str
+) -> None:
+    write(name, text)
+    with pytest.raises(DatasetError) as error:
+        list(load_dataset(name))
+    assert str(error.value) == (
+        f"Dataset file {name!r}{where} is nested too deeply to read (thousands of levels of "
+        "lists or objects): flatten the data"
+    )
+
+
+def test_a_pipe_as_a_dataset_is_refused_rather_than_read_forever(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "cases.json")
+    with pytest.raises(DatasetError, match=r"is not a regular file \(a pipe or a device\)"):
+        JsonDataset(tmp_path / "cases.json")
+
+
+def test_yaml_aliases_that_expand_a_small_file_beyond_limits_are_refused(
+    write: Callable[[str, str], Path],
+) -> None:
+    # "billion laughs": 7 levels of 10 aliases, a few hundred bytes, 10 million values
+    lines = ['a0: &a0 ["lol"]']
+    for level in range(1, 8):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 10) + "]")
+    write("laughs.yaml", "\n".join(lines) + "\ncases:\n  - input: *a7\n")
+    with pytest.raises(DatasetError, match=r"through its aliases \(\*name\) than it writes out"):
+        list(YamlDataset("laughs.yaml"))
+    # a few aliases, as datasets use them (a shared context), are fine
+    write("shared.yaml", "- input: &ctx {tone: polite}\n- input: *ctx\n- input: *ctx\n")
+    assert len(list(YamlDataset("shared.yaml"))) == 3

@@ -41,6 +41,11 @@ class FileDataset(Dataset):
             raise self._os_error(exc) from None
         if stat.S_ISDIR(mode):
             raise self._directory_error()
+        if not stat.S_ISREG(mode):  # a pipe with no writer would never end the read
+            raise DatasetError(
+                f"Dataset path {self.source!r} is not a regular file (a pipe or a device): "
+                "write the dataset to a file and give its path"
+            )
 
     def _read_bytes(self) -> bytes:
         try:
@@ -126,6 +131,14 @@ class ParsedFileDataset(FileDataset):
     def _item_lines(self, text: str) -> list[int] | None:
         """The line on which each item starts, if the format can tell (errors only)."""
         return None
+
+
+def nested_too_deeply(source: str, where: str = "") -> DatasetError:
+    """Python's parser ran out of stack on the file (thousands of nested levels)."""
+    return DatasetError(
+        f"Dataset file {source!r}{where} is nested too deeply to read (thousands of levels "
+        "of lists or objects): flatten the data"
+    )
 
 
 def decode_utf8(data: bytes, source: str) -> str:

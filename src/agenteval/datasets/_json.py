@@ -10,7 +10,13 @@ from typing import Any
 
 from agenteval._errors import DatasetError
 from agenteval.datasets._base import StrPath, preview
-from agenteval.datasets._file import BOM, FileDataset, ParsedFileDataset, json_kind
+from agenteval.datasets._file import (
+    BOM,
+    FileDataset,
+    ParsedFileDataset,
+    json_kind,
+    nested_too_deeply,
+)
 
 
 class JsonDataset(ParsedFileDataset):
@@ -42,6 +48,8 @@ class JsonDataset(ParsedFileDataset):
         src = self.source
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise nested_too_deeply(src) from None
         except json.JSONDecodeError as exc:
             if not text.strip():
                 raise DatasetError(
@@ -133,6 +141,8 @@ class JsonlDataset(FileDataset):
                     raise self._decode_error(lineno, raw, exc) from None
                 try:
                     item = loads(line)
+                except RecursionError:
+                    raise nested_too_deeply(src, f" (line {lineno})") from None
                 except json.JSONDecodeError as exc:
                     # The line end is part of `line`: an error there is at its last column.
                     column = min(exc.pos, len(line.rstrip("\r\n"))) + 1

@@ -8,7 +8,7 @@ from typing import Any
 
 from agenteval._errors import DatasetError
 from agenteval.datasets._base import preview
-from agenteval.datasets._file import ParsedFileDataset
+from agenteval.datasets._file import ParsedFileDataset, nested_too_deeply
 
 
 class YamlDataset(ParsedFileDataset):
@@ -44,8 +44,18 @@ class YamlDataset(ParsedFileDataset):
         src = self.source
         try:
             data = _safe_load(text)
+            aliased = _aliased_values(data)
+        except RecursionError:
+            raise nested_too_deeply(src) from None
         except yaml.YAMLError as exc:
             raise self._syntax_error(text, exc) from None
+        if aliased > MAX_ALIASED_VALUES:
+            raise DatasetError(
+                f"{src!r} expands to {aliased:,} more values through its aliases (*name) "
+                f"than it writes out, above the limit of {MAX_ALIASED_VALUES:,}: each alias "
+                "copies what its anchor holds into every report and record; write the "
+                "values out, or nest fewer aliases"
+            )
         if isinstance(data, list):
             items: list[Any] = data
         elif isinstance(data, dict):
@@ -111,6 +121,34 @@ class YamlDataset(ParsedFileDataset):
         else:
             what = f"{context}, {problem}" if context else problem
         return DatasetError(f"Invalid YAML in {src!r}{where}: {what}")
+
+
+MAX_ALIASED_VALUES = 1_000_000
+"""Values a YAML dataset's aliases may add once expanded: a few nested aliases in a few
+hundred bytes ("billion laughs") would otherwise fill reports and the journal with
+gigabytes. Datasets without aliases are never refused, however large."""
+
+
+def _aliased_values(data: Any) -> int:
+    """How many values the aliases in ``data`` add: its values with each shared list or
+    mapping counted every time it appears, less those with each counted once. Linear in
+    the distinct parts."""
+    sizes: dict[int, int] = {}
+    once = 1
+
+    def size(value: Any) -> int:
+        nonlocal once
+        if not isinstance(value, (list, dict)):
+            return 1
+        known = sizes.get(id(value))
+        if known is None:
+            children = list(value.values() if isinstance(value, dict) else value)
+            once += len(children)
+            sizes[id(value)] = 1  # (a recursive alias: counted once)
+            known = sizes[id(value)] = 1 + sum(size(c) for c in children)
+        return known
+
+    return size(data) - once
 
 
 def _safe_load(text: str) -> Any:
