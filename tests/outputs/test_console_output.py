@@ -88,6 +88,16 @@ def test_one_line_marks_line_breaks_but_not_a_final_one() -> None:
     assert one_line("printed\nmore\r\nlast\n") == "printed ⏎ more ⏎ last"
 
 
+def test_an_evaluator_name_with_a_line_break_stays_on_its_line() -> None:
+    class Broken(ShopEvaluator):
+        name = "Shop\nanswers \x1b[31mred"
+
+    stream = io.StringIO()
+    run_evaluations([Broken], outputs=[ConsoleOutput(stream=stream)], journal=False)
+    header = stream.getvalue().splitlines()[2]
+    assert header.startswith("FAILED  Shop ⏎ answers \\x1b\\x5b\\x33\\x31\\x6dred  ")
+
+
 def test_piped_console_writes_plain_lines_without_importing_rich(tmp_path: Path) -> None:
     """Piped (CI), there are no colours to draw: rich's import stays out of the run."""
     script = (

@@ -175,7 +175,7 @@ class ConsoleOutput(OutputDriver):
         """Add a progress bar for the evaluator."""
         self._counts[evaluator] = [0, 0, 0]
         if self._live_display is not None:
-            self._live_display.later(partial(self._add_bar, evaluator, safe(name), total))
+            self._live_display.later(partial(self._add_bar, evaluator, _one_line(name), total))
 
     def item_finished(self, result: ItemResult) -> None:
         """Advance the evaluator's progress bar."""
@@ -269,7 +269,7 @@ class ConsoleOutput(OutputDriver):
             "skipped": "bold cyan",
             "interrupted": "bold yellow",
         }[s.status]
-        lines.append((f"{s.status.upper():<7} {safe(s.name)}  {s.file}", style))
+        lines.append((f"{s.status.upper():<7} {_one_line(s.name)}  {_one_line(s.file)}", style))
         if s.skip_reason is not None:
             lines.append((f"  skipped: {_one_line(s.skip_reason)}", "cyan"))
             return lines
