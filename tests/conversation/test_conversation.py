@@ -308,6 +308,12 @@ def test_conversation_turns_must_be_a_list() -> None:
     )
 
 
+def test_conversation_turns_may_not_be_empty() -> None:
+    # a dataset's "turns" missing: nothing would run, and every guardrail would pass
+    with pytest.raises(UsageError, match=r"^Conversation.with_turns: no turns given"):
+        Conversation.make(ToolAgent(ScriptedModel([]))).with_turns([])
+
+
 def test_conversation_turns_must_be_user_messages() -> None:
     with pytest.raises(UsageError) as info:
         Conversation.make(ToolAgent(ScriptedModel([]))).with_turns([Message.assistant("hi")])

@@ -92,6 +92,11 @@ class Conversation:
                     f"Conversation.with_turns: turn #{i} is {turn!r}: each turn must be a "
                     f"string or a user Message (Message.user(...))"
                 )
+        if not checked:  # a dataset's turns missing, say: nothing would run, and pass
+            raise UsageError(
+                "Conversation.with_turns: no turns given (an empty list): a conversation "
+                "needs at least one user turn; check where the turns come from"
+            )
         self._turns = checked
         return self
 
