@@ -229,6 +229,13 @@ def test_tool_was_called_dict_mismatch_shows_the_calls() -> None:
     )
 
 
+def test_tool_was_called_dict_compares_as_json_true_is_not_1() -> None:
+    # a model sending 1 for a boolean sent the wrong JSON type
+    assert ToolWasCalled("search_orders", {"verbose": True}).evaluate(REFUND).passed
+    assert not ToolWasCalled("search_orders", {"verbose": 1}).evaluate(REFUND).passed
+    assert not ToolWasCalled("search_orders", {"verbose": 1.0}).evaluate(REFUND).passed
+
+
 def test_tool_was_called_dict_missing_key_fails() -> None:
     assert not ToolWasCalled("search_orders", {"customer": None}).evaluate(REFUND).passed
 

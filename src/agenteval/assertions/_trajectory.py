@@ -64,6 +64,18 @@ def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionR
     )
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values: ``True`` is not ``1`` (as ``==`` has it), though ``1`` is
+    ``1.0``; lists and objects compare their members so."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
 def _json(value: Any) -> str:
     return shorten(json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr))
 
@@ -125,7 +137,7 @@ class ToolWasCalled(Assertion):
         if self.args is None:
             return True
         if isinstance(self.args, Mapping):
-            return all(key in inputs and inputs[key] == v for key, v in self.args.items())
+            return all(key in inputs and same_json(inputs[key], v) for key, v in self.args.items())
         try:
             return bool(self.args(dict(inputs)))
         except Exception as exc:  # the check does not apply to this call: no match
