@@ -24,6 +24,10 @@ class ItemContext:
     judge_calls: int = 0
     cached_calls: int = 0
     retries: int = 0
+    agent_calls_usage: Usage = ZERO_USAGE
+    """What the agents agenteval runs (``ToolAgent``) spent in model calls so far: the
+    item's agent usage when ``run`` returns no trajectory that carries usage — it raised,
+    timed out, or returned the answer's text."""
 
     judge_by_model: dict[str, Usage] = field(default_factory=dict)
     spent: Callable[[ItemContext], None] | None = None
@@ -46,6 +50,21 @@ class ItemContext:
             self.judge_by_model[model] = self.judge_by_model.get(model, ZERO_USAGE) + usage
         if self.spent is not None:
             self.spent(self)
+
+    def add_agent_call(self, usage: Usage, retries: int) -> None:
+        """Account one model call of an agent agenteval runs (``ToolAgent``)."""
+        self.retries += retries
+        self.agent_calls_usage = self.agent_calls_usage + usage
+        if self.spent is not None:
+            self.spent(self)
+
+    def spent_by_agent(self, carried: Usage = ZERO_USAGE) -> Usage:
+        """The item's agent usage: what ``report_usage`` added, plus the usage the output's
+        trajectory ``carried`` or, if it carries none, what agent calls were seen to spend."""
+        extra = carried if carried else self.agent_calls_usage
+        if not extra:
+            return self.agent_usage  # (ZERO_USAGE itself, for an item that spent nothing)
+        return self.agent_usage + extra if self.agent_usage else extra
 
     def add_agent_usage(self, usage: Usage) -> None:
         """Account the agent's own usage (``report_usage``) to this item."""

@@ -378,11 +378,10 @@ def build_record(
         output: Any = None
         truncated = False
         size: int | None = None
-        agent_usage = ctx.agent_usage
+        spent = ZERO_USAGE
         if outcome.has_output:
             output, truncated, size, spent = recorded_output(outcome.output, max_output_bytes)
-            if spent is not ZERO_USAGE:  # a trajectory's (items that spent nothing share one)
-                agent_usage = agent_usage + spent
+        agent_usage = ctx.spent_by_agent(spent)
         assertions = ctx.assertions
         if max_output_bytes is not None:
             assertions = [_capped(a, max_output_bytes) for a in assertions]
@@ -434,7 +433,7 @@ def recorded_output(raw: Any, max_output_bytes: int | None) -> tuple[Any, bool, 
 def _reporting(spent: Callable[[ItemUsage], None] | None) -> Callable[[ItemContext], None] | None:
     if spent is None:
         return None
-    return lambda ctx: spent(_usage(ctx, ctx.agent_usage))
+    return lambda ctx: spent(_usage(ctx, ctx.spent_by_agent()))
 
 
 def _usage(ctx: ItemContext, agent: Usage) -> ItemUsage:

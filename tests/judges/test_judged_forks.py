@@ -150,3 +150,65 @@ def test_an_item_cut_off_by_an_interrupt_keeps_the_usage_of_its_judge_calls(
     assert items["stuck"]["status"] == "cancelled"
     assert items["stuck"]["usage"]["judge_calls"] == 1
     assert report["run"]["usage"]["judge_calls"] == 2
+
+
+AGENT_THAT_STOPS = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.agents import ToolAgent, tool
+from agenteval.llm import OpenAIModel, RetryPolicy
+
+
+@tool
+def search_orders(order_id: str) -> dict:
+    \"\"\"Look an order up.\"\"\"
+    return {"order_id": order_id, "status": "shipped"}
+
+
+class AgentThatStops(BaseEvaluator):
+    def set_up(self):
+        self.model = OpenAIModel(
+            "agent", api_key="sk-test", base_url=os.environ["FAKE_URL"], timeout=30,
+            retry=RetryPolicy(max_attempts=1),
+        )
+
+    def get_dataset(self):
+        return [{"id": "stuck"}, {"id": "answers"}]
+
+    def run(self, item):
+        agent = ToolAgent(self.model, tools=[search_orders])
+        return agent.chat(f"where is order {item['id']}?")  # the text: no trajectory
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def _agent_reply(request: Any) -> Any:
+    messages = request.json["messages"]
+    if "stuck" not in json.dumps(messages):
+        return FakeProvider.text("It has shipped.", input_tokens=7, output_tokens=3)
+    if any(m["role"] == "tool" for m in messages):
+        return FakeProvider.hang()  # the second model call never ends
+    return FakeProvider.tool_call("search_orders", {"order_id": "1"})
+
+
+@pytest.mark.parametrize("how", [("-c", "2"), ("-c", "2", "--isolation", "worker")])
+def test_an_agent_that_never_returns_its_trajectory_keeps_its_usage(
+    how: tuple[str, ...], run_on_fake: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # timed out mid-conversation, or returning the answer's text: what its model calls
+    # spent is the item's agent usage all the same
+    args = (*how, "--timeout", "2", "--output-json", "report.json")
+    result = run_on_fake("agent_stops.py", AGENT_THAT_STOPS, *args, responder=_agent_reply)
+    assert result.code == 2, result
+    report = json.loads((tmp_path / "report.json").read_text())
+    items = {i["id"]: i for i in report["evaluators"][0]["items"]}
+    assert (items["stuck"]["status"], items["answers"]["status"]) == ("timeout", "passed")
+    spent = {
+        k: (v["usage"]["agent"]["input_tokens"], v["usage"]["agent"]["output_tokens"])
+        for k, v in items.items()
+    }
+    assert spent == {"stuck": (10, 5), "answers": (7, 3)}
+    assert report["run"]["usage"]["agent"]["input_tokens"] == 17

@@ -170,8 +170,9 @@ class ToolAgent:
             self._steps += 1
             item = current_item()
             if item is not None:
-                # The agent's own retries count for the item; its model call is not a judge call.
-                item.retries += response.retries
+                # its usage and retries count for the item (kept should run() then fail);
+                # its model call is not a judge call
+                item.add_agent_call(response.usage, response.retries)
             calls = [
                 call.model_copy(update={"approval": "pending"})
                 if call.name in self.require_approval
