@@ -62,6 +62,21 @@ def test_string_similarity_passes_when_score_equals_threshold() -> None:
     assert (result.passed, result.score) == (True, 0.5)
 
 
+def test_string_similarity_passes_at_a_threshold_it_equals_but_for_rounding() -> None:
+    # cos([1,1,1], [1,1,0]) is sqrt(2/3), which floating point computes a hair below it
+    embeddings = FakeEmbeddings({REFERENCE: [1.0, 1.0, 1.0], "out": [1.0, 1.0, 0.0]})
+    assertion = StringSimilarity(REFERENCE, embeddings, threshold=(2 / 3) ** 0.5)
+
+    assert assertion.evaluate("out").passed
+
+
+def test_string_similarity_empty_vectors_are_an_error_not_a_failure() -> None:
+    embeddings = FakeEmbeddings({REFERENCE: [], "out": []})
+
+    with pytest.raises(ValueError, match=r"returned an empty vector"):
+        StringSimilarity(REFERENCE, embeddings).evaluate("out")
+
+
 def test_string_similarity_fails_below_threshold_with_the_score() -> None:
     assertion, _ = similarity([1.0, 1.0, 1.0, 1.0], threshold=0.6)
 
@@ -202,6 +217,12 @@ def test_string_similarity_memo_is_not_part_of_equality_or_repr() -> None:
             {"threshold": 1.2},
             ValueError,
             "StringSimilarity: threshold must be a number from 0 to 1, got 1.2",
+        ),
+        (
+            {"embeddings": None},
+            TypeError,
+            "StringSimilarity: embeddings must be an embeddings model (an `embed(texts)` method "
+            "and a `name`), such as OpenAIEmbeddings('text-embedding-3-small'); got None",
         ),
     ],
 )

@@ -61,6 +61,13 @@ class StringSimilarity(Assertion):
             raise ValueError(
                 f"StringSimilarity: threshold must be a number from 0 to 1, got {threshold!r}"
             )
+        embed = getattr(self.embeddings, "embed", None)
+        if not callable(embed) or not isinstance(getattr(self.embeddings, "name", None), str):
+            raise TypeError(
+                f"StringSimilarity: embeddings must be an embeddings model (an `embed(texts)` "
+                f"method and a `name`), such as OpenAIEmbeddings('text-embedding-3-small'); "
+                f"got {self.embeddings!r:.80}"
+            )
 
     def evaluate(self, actual: Any) -> AssertionResult:
         """Embed ``actual`` (and the reference, the first time) and compare them.
@@ -76,7 +83,8 @@ class StringSimilarity(Assertion):
         reference, output = self._vectors(actual)
         score = _cosine(reference, output)
         context["similarity"] = score
-        if score >= self.threshold:
+        # (at the threshold, within rounding: cos = sqrt(2/3) computes a hair below it)
+        if score >= self.threshold or math.isclose(score, self.threshold, rel_tol=1e-9):
             return AssertionResult.pass_(score, "", context)
         return AssertionResult.fail(
             score, f"Expected similarity >= {self.threshold}, got {score:.3f}", context
@@ -109,6 +117,8 @@ def _cosine(reference: list[float], output: list[float]) -> float:
             f"StringSimilarity: embedding dimensions differ: reference has {len(a)}, output "
             f"has {len(b)}; use the same embedding model for both texts"
         )
+    if not a:
+        raise ValueError("StringSimilarity: the embeddings model returned an empty vector")
     if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
         raise ValueError("StringSimilarity: an embedding contains NaN or infinite values")
     norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
