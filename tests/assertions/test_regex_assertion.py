@@ -74,6 +74,16 @@ def test_matches_regex_flags_with_compiled_pattern_raise() -> None:
     )
 
 
+def test_matches_regex_rejects_flags_that_are_not_re_flags() -> None:
+    with pytest.raises(TypeError) as info:
+        MatchesRegex("a", flags="i")  # type: ignore[arg-type]
+
+    assert str(info.value) == (
+        "MatchesRegex: flags must be re flags, such as re.IGNORECASE or re.I | re.M, got "
+        "str ('i')"
+    )
+
+
 def test_matches_regex_rejects_bytes_pattern() -> None:
     with pytest.raises(TypeError) as info:
         MatchesRegex(b"abc")  # type: ignore[arg-type]

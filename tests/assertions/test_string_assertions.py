@@ -214,6 +214,16 @@ def test_string_contains_all_rejects_bare_string() -> None:
     )
 
 
+def test_string_contains_all_rejects_bytes_with_the_fix() -> None:
+    with pytest.raises(TypeError) as info:
+        StringContainsAll(b"hello")  # type: ignore[arg-type]
+
+    assert str(info.value) == (
+        "StringContainsAll: keywords must be a list of strings, got bytes (b'hello'); "
+        "decode it and wrap it in a list: ['hello']"
+    )
+
+
 def test_string_contains_all_rejects_non_string_keyword() -> None:
     with pytest.raises(TypeError) as info:
         StringContainsAll(["a", 3])  # type: ignore[list-item]

@@ -48,6 +48,11 @@ def require_keywords(owner: str, value: object) -> tuple[str, ...]:
             f"{owner}: keywords must be a list of strings, got str ({value!r}); "
             f"wrap a single keyword in a list: [{value!r}]"
         )
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(
+            f"{owner}: keywords must be a list of strings, got {type_name(value)} ({value!r}); "
+            f"decode it and wrap it in a list: [{value.decode(errors='replace')!r}]"
+        )
     if not isinstance(value, Sequence):
         raise TypeError(
             f"{owner}: keywords must be a list of strings, got {type_name(value)} ({value!r})"

@@ -42,6 +42,11 @@ class MatchesRegex(Assertion):
                 f"{owner}: pattern must be a str or a compiled str pattern, "
                 f"got {type_name(source)} ({source!r})"
             )
+        if isinstance(self.flags, bool) or not isinstance(self.flags, int):
+            raise TypeError(
+                f"{owner}: flags must be re flags, such as re.IGNORECASE or "
+                f"re.I | re.M, got {type_name(self.flags)} ({self.flags!r})"
+            )
         try:
             compiled = re.compile(pattern, self.flags)
         except re.error as exc:
