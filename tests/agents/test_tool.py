@@ -184,3 +184,23 @@ def test_parse_docstring_google_sections() -> None:
     )
     assert summary == "Refund an order."
     assert args == {"order_id": "Which order.", "amount": "How much, in euros."}
+
+
+def test_tool_parameters_may_have_any_name_pydantic_uses_itself() -> None:
+    # a field named model_config, _x or schema would clash with pydantic's own names
+    import warnings
+
+    def lookup(model_config: str, _x: int, schema: str = "s", json: bool = False) -> str:
+        """Look it up."""
+        return f"{model_config} {_x} {schema} {json}"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ("shadows an attribute in parent BaseModel")
+        described = tool(lookup)
+    assert list(described.parameters["properties"]) == ["model_config", "_x", "schema", "json"]
+    assert described.parameters["required"] == ["model_config", "_x"]
+    assert described.invoke({"model_config": "a", "_x": 1}) == "a 1 s False"
+    with pytest.raises(ToolArgumentsError, match=r"_x: Field required"):
+        described.invoke({"model_config": "a"})
+    with pytest.raises(ToolArgumentsError, match=r"p0: Extra inputs are not permitted"):
+        described.invoke({"model_config": "a", "_x": 1, "p0": "internal name"})

@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agenteval.llm._types import ToolSpec
 
@@ -61,7 +60,8 @@ class Tool:
                 for err in exc.errors()
             )
             raise ToolArgumentsError(f"invalid arguments for {self.name!r}: {problems}") from None
-        return self.fn(**{name: getattr(parsed, name) for name in type(parsed).model_fields})
+        fields = type(parsed).model_fields
+        return self.fn(**{str(info.alias): getattr(parsed, name) for name, info in fields.items()})
 
 
 @overload
@@ -148,8 +148,10 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
                 f"JSON schema the model sees is built from it)"
             )
         default = ... if param.default is param.empty else param.default
-        info = FieldInfo(default=default, description=arg_docs.get(param.name))
-        fields[param.name] = (hints[param.name], info)
+        info = Field(default, alias=param.name, description=arg_docs.get(param.name))
+        # the parameter is the field's alias: any name then works (model_config, _private,
+        # json), where a field of that name would clash with pydantic's own
+        fields[f"p{len(fields)}"] = (hints[param.name], info)
     arguments: type[BaseModel] = create_model(
         f"{fn_name}_arguments",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
