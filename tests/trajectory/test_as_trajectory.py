@@ -159,3 +159,28 @@ def test_trajectory_facade_exports_documented_names() -> None:
     assert {"Message", "ToolCall", "Trajectory", "Usage"} <= set(facade.__all__)
     for name in facade.__all__:
         assert getattr(facade, name).__doc__, name
+
+
+def test_legacy_function_calls_and_their_results_are_read() -> None:
+    history = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+        {"role": "function", "name": "f", "content": "result"},
+        {"role": "assistant", "content": "ok"},
+    ]
+    trajectory = as_trajectory(history)
+    assert trajectory is not None
+    assert [(c.name, c.result) for c in trajectory.tool_calls()] == [("f", "result")]
+
+
+def test_a_message_list_that_cannot_be_read_says_why_in_the_assertion() -> None:
+    from agenteval.assertions import ToolWasCalled
+
+    history = [{"role": "user", "content": "x"}, {"role": "function", "name": "g", "content": "r"}]
+    result = ToolWasCalled("g").evaluate(history)
+    assert not result.passed
+    assert result.message == (
+        "ToolWasCalled could not read the message list as a conversation: "
+        "Trajectory.from_openai: message #1 is the result of function 'g', which no earlier "
+        "function_call called"
+    )

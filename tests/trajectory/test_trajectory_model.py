@@ -482,7 +482,7 @@ def test_trajectory_from_openai_unknown_role_is_an_error() -> None:
         Trajectory.from_openai([{"role": "user", "content": "a"}, {"role": "bot"}])
     assert str(info.value) == (
         "Trajectory.from_openai: message #1 has role 'bot': expected system, developer, "
-        "user, assistant or tool"
+        "user, assistant, tool or function"
     )
 
 

@@ -50,6 +50,13 @@ def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionR
     trajectory = as_trajectory(actual)
     if trajectory is not None:
         return trajectory
+    from ..trajectory._trajectory import unreadable_message_list
+
+    problem = unreadable_message_list(actual)
+    if problem is not None:
+        return AssertionResult.fail(
+            0.0, f"{assertion.name} could not read the message list as a conversation: {problem}"
+        )
     hint = (
         " (a string is graded as text, never opened as a path)" if isinstance(actual, str) else ""
     )

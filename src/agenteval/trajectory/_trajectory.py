@@ -82,9 +82,28 @@ class Trajectory(BaseModel):
         ``is_error`` key on a tool message, ``approval`` / ``approval_reason`` keys on a tool
         call and a ``usage`` key on an assistant message are read when present. As for
         :class:`~agenteval.llm.OpenAIModel`, the cached part of ``prompt_tokens`` is counted
-        as ``cache_read_tokens`` only, not as input tokens too.
+        as ``cache_read_tokens`` only, not as input tokens too. The legacy
+        ``function_call`` and ``{"role": "function", "name": ...}`` result are read too
+        (a result goes with the latest call of its function).
         """
-        return cls(history=[_from_openai(_plain(m), i) for i, m in enumerate(messages)])
+        history: list[Message] = []
+        legacy: dict[str, str] = {}  # function name -> the id of its latest function_call
+        for i, m in enumerate(messages):
+            raw = _plain(m)
+            if isinstance(raw, Mapping) and raw.get("role") == "function":
+                name = raw.get("name")
+                if name not in legacy:
+                    raise ValueError(
+                        f"Trajectory.from_openai: message #{i} is the result of function "
+                        f"{name!r}, which no earlier function_call called"
+                    )
+                where = f"Trajectory.from_openai: message #{i}"
+                history.append(Message.tool(legacy[name], _parts_text(raw.get("content"), where)))
+                continue
+            message = _from_openai(raw, i)
+            legacy.update({c.name: c.id for c in message.tool_calls if c.id.endswith("_function")})
+            history.append(message)
+        return cls(history=history)
 
     @classmethod
     def from_anthropic(cls, messages: Iterable[Any], system: str | None = None) -> Trajectory:
@@ -338,6 +357,24 @@ def _from_message_list(values: Sequence[object]) -> Trajectory | None:
         return None
 
 
+def unreadable_message_list(value: object) -> str | None:
+    """Why ``value``, a list of provider-style message dicts, could not be read as a
+    conversation; ``None`` when it is no such list, or was read."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    raw = [_plain(v) for v in value]
+    if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in raw):
+        return None
+    style = _style(raw)
+    if style is None:
+        return "it mixes OpenAI-style and Anthropic-style messages"
+    try:
+        (Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic)(raw)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
 def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropic"] | None:
     """``"openai"`` or ``"anthropic"`` from the marks only one of them leaves; ``None`` if mixed.
 
@@ -347,7 +384,7 @@ def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropi
     """
     openai = anthropic = False
     for message in messages:
-        if message.get("role") in ("tool", "developer") or any(
+        if message.get("role") in ("tool", "developer", "function") or any(
             message.get(key) is not None for key in ("tool_calls", "tool_call_id", "function_call")
         ):
             openai = True
@@ -578,7 +615,7 @@ def _from_openai(raw: Any, i: int) -> Message:
     if role is None:
         raise ValueError(
             f"{where} has role {raw.get('role')!r}: expected system, developer, user, "
-            f"assistant or tool"
+            f"assistant, tool or function"
         )
     content = _parts_text(raw.get("content"), where)
     if role == "tool":
