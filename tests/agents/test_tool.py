@@ -204,3 +204,14 @@ def test_tool_parameters_may_have_any_name_pydantic_uses_itself() -> None:
         described.invoke({"model_config": "a"})
     with pytest.raises(ToolArgumentsError, match=r"p0: Extra inputs are not permitted"):
         described.invoke({"model_config": "a", "_x": 1, "p0": "internal name"})
+
+
+def test_tool_arguments_that_were_not_json_are_said_to_be_so() -> None:
+    @tool
+    def add(a: int) -> int:
+        """Add."""
+        return a
+
+    with pytest.raises(ToolArgumentsError) as info:
+        add.invoke({"_invalid_json_arguments": "{a: 1"})
+    assert str(info.value) == "invalid arguments for 'add': they were not valid JSON: '{a: 1'"

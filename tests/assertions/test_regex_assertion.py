@@ -79,8 +79,7 @@ def test_matches_regex_rejects_flags_that_are_not_re_flags() -> None:
         MatchesRegex("a", flags="i")  # type: ignore[arg-type]
 
     assert str(info.value) == (
-        "MatchesRegex: flags must be re flags, such as re.IGNORECASE or re.I | re.M, got "
-        "str ('i')"
+        "MatchesRegex: flags must be re flags, such as re.IGNORECASE or re.I | re.M, got str ('i')"
     )
 
 

@@ -474,7 +474,9 @@ def test_trajectory_from_openai_keeps_invalid_arguments_raw() -> None:
             }
         ]
     )
-    assert trajectory.tool_calls()[0].inputs == {"_raw": "{not json"}
+    assert trajectory.tool_calls()[0].inputs == {
+        "_invalid_json_arguments": "{not json"
+    }  # as OpenAIModel
 
 
 def test_trajectory_from_openai_unknown_role_is_an_error() -> None:

@@ -12,6 +12,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agenteval.llm._types import ToolSpec
+from agenteval.trajectory._messages import INVALID_JSON
 
 _SECTION = re.compile(
     r"^(Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Examples?|Notes?|"
@@ -52,6 +53,11 @@ class Tool:
         Raises :class:`ToolArgumentsError` when they do not fit (missing, unknown or
         ill-typed arguments); exceptions of the function itself propagate.
         """
+        if INVALID_JSON in inputs:  # (the model's text, as OpenAIModel kept it)
+            raise ToolArgumentsError(
+                f"invalid arguments for {self.name!r}: they were not valid JSON: "
+                f"{str(inputs[INVALID_JSON])[:200]!r}"
+            )
         try:
             parsed = self._arguments.model_validate(dict(inputs))
         except ValidationError as exc:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from .. import _lessons
 from .._errors import ProviderRequestError, UsageError
 from .._usage import Usage
-from ..trajectory._messages import ToolCall
+from ..trajectory._messages import ToolCall, json_arguments
 from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, shown_url
 from ._retry import (
     Classifier,
@@ -294,7 +294,7 @@ class OpenAIModel(SdkClients):
             ToolCall(  # (OpenAI-compatible servers may send no id: the agent gives one)
                 id=getattr(call, "id", None) or "",
                 name=call.function.name,
-                inputs=_arguments(call.function.arguments),
+                inputs=json_arguments(call.function.arguments),
             )
             for call in message.tool_calls or []
             if call.type == "function"
@@ -365,15 +365,6 @@ def _tokens(counts: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     return int(value) if 0 <= value < 1e12 else 0  # (no reply has a trillion tokens)
-
-
-def _arguments(raw: str) -> dict[str, Any]:
-    # Models sometimes emit invalid JSON; keep it visible instead of failing the call.
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {"_invalid_json_arguments": raw}
-    return value if isinstance(value, dict) else {"_arguments": value}
 
 
 def _create(client: openai.OpenAI, params: dict[str, Any], fallback: bool) -> ChatCompletion:

@@ -9,6 +9,24 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._usage import Usage
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+INVALID_JSON = "_invalid_json_arguments"
+"""The one input of a tool call whose arguments were not valid JSON: the raw text."""
+
+
+def json_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's inputs from its JSON ``arguments`` text. Models sometimes emit invalid
+    JSON, or JSON that is no object: kept visible (``{INVALID_JSON: raw}``, ``{"_arguments":
+    value}``) rather than failing the call."""
+    import json
+
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {INVALID_JSON: raw}
+    return value if isinstance(value, dict) else {"_arguments": value}
+
+
 ApprovalState = Literal["pending", "approved", "rejected"]
 
 

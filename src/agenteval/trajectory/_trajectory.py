@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agenteval._usage import Usage
-from agenteval.trajectory._messages import Message, Role, ToolCall
+from agenteval.trajectory._messages import Message, Role, ToolCall, json_arguments
 
 SCHEMA_VERSION = 1
 
@@ -599,11 +599,7 @@ def _arguments(raw: Any, where: str) -> dict[str, Any]:
     if isinstance(raw, Mapping):
         return dict(raw)
     if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
-            return {"_raw": raw}
-        return parsed if isinstance(parsed, dict) else {"_raw": raw}
+        return json_arguments(raw)  # (as OpenAIModel reads them)
     raise ValueError(f"{where}: 'arguments' must be a JSON string or an object, got {raw!r}")
 
 
