@@ -390,6 +390,19 @@ def test_total_tokens_at_most() -> None:
     assert result.message == "Expected at most 400 total tokens, used 485 (input 450, output 35)"
 
 
+def test_total_tokens_at_most_counts_cached_prompt_tokens_too() -> None:
+    # the same conversation with a warm cache must get the same verdict
+    def answered(usage: Usage) -> Trajectory:
+        return Trajectory.from_messages([Message.user("hi"), Message.assistant("hey", None, usage)])
+
+    cold = answered(Usage(input_tokens=9050, output_tokens=20))
+    warm = answered(Usage(input_tokens=50, output_tokens=20, cache_read_tokens=9000))
+    assert [TotalTokensAtMost(1000).evaluate(t).passed for t in (cold, warm)] == [False, False]
+    assert TotalTokensAtMost(1000).evaluate(warm).message == (
+        "Expected at most 1000 total tokens, used 9070 (input 50, output 20, cached input 9000)"
+    )
+
+
 def test_total_tokens_at_most_without_recorded_usage_is_an_error() -> None:
     with pytest.raises(_errors.EvaluationError) as info:
         TotalTokensAtMost(100).evaluate(calls("a"))

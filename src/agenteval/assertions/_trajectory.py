@@ -436,7 +436,9 @@ class MaxToolCalls(Assertion):
 
 @dataclass(frozen=True)
 class TotalTokensAtMost(Assertion):
-    """Passes when the conversation used at most ``n`` tokens (input plus output).
+    """Passes when the conversation used at most ``n`` tokens: input (cached prompt tokens
+    too, read or written) plus output. Cached tokens count like the others, so the verdict
+    does not change with how warm the provider's cache was.
 
     The trajectory's messages must record usage (``ToolAgent`` does; converted histories
     carry it when their messages have a ``usage`` key). A trajectory with agent messages
@@ -466,12 +468,15 @@ class TotalTokensAtMost(Assertion):
                 f"(Message.usage, or a 'usage' key in converted histories)"
             )
         usage = trajectory.usage()
-        if usage.total <= self.n:
+        cached = usage.cache_read_tokens + usage.cache_write_tokens
+        used = usage.total + cached
+        if used <= self.n:
             return AssertionResult.pass_()
+        detail = f"input {usage.input_tokens}, output {usage.output_tokens}"
+        if cached:
+            detail += f", cached input {cached}"
         return AssertionResult.fail(
-            self.n / usage.total,
-            f"Expected at most {self.n} total tokens, used {usage.total} "
-            f"(input {usage.input_tokens}, output {usage.output_tokens})",
+            self.n / used, f"Expected at most {self.n} total tokens, used {used} ({detail})"
         )
 
 
