@@ -587,6 +587,11 @@ DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
             "from agenteval.outputs import ConsoleOutput\noutput = [ConsoleOutput(verbose='no')]\n",
             "ConsoleOutput(verbose=...) must be True or False, got 'no'",
         ),
+        (  # a run that would print nothing at all
+            "--config",
+            "output = []\n",
+            "conf.py: 'output' is an empty list, so the run would report nothing",
+        ),
     ],
 )
 def test_cli_config_and_bootstrap_mistakes_are_one_line_before_the_run(
@@ -617,6 +622,21 @@ def test_cli_config_and_bootstrap_import_modules_next_to_them(
     result = cli("run", "--config", "conf/evaluation.py", "--bootstrap", "conf/boot.py")
     assert result.code == 0, result
     assert (tmp_path / "from-conf.json").exists()
+
+
+def test_cli_output_json_dash_is_refused_not_written_as_a_file(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "--output-json", "-")
+    assert result.code == 2
+    assert "--output-json needs a file path, got '-'" in result.stderr
+    assert not (tmp_path / "-").exists()
+    # the JSON report alone on stdout: no console driver, the report into /dev/stdout
+    write("evaluation.py", "output = []\n")
+    alone = cli("run", "--output-json", "/dev/stdout")
+    assert alone.code == 0, alone
+    assert json.loads(alone.stdout)["run"]["totals"]["passed"] == 2
 
 
 def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write) -> None:

@@ -29,6 +29,7 @@ from ._config import Config, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
 from ._errors import (
     AgentEvalError,
+    ConfigError,
     DatasetError,
     DiscoveryError,
     JournalError,
@@ -866,6 +867,11 @@ def run_evaluations(
     cfg = load_config(config)
     drivers = list(outputs) if outputs is not None else list(cfg.outputs)
     drivers.extend(extra_outputs)
+    if not drivers and outputs is None:
+        raise ConfigError(
+            f"{cfg.path}: 'output' is an empty list, so the run would report nothing (not "
+            f"even its verdict): list a driver, e.g. output = [ConsoleOutput]"
+        )
     _apply_console_flags(drivers, verbose, progress)
     paths = list(paths)
     specs = select(discover(paths), filter, tags)

@@ -191,6 +191,11 @@ def run(
     from ..outputs._json import unwritable
     from ..outputs._text import one_line
 
+    if output_json is not None and str(output_json) == "-":  # (a file named "-" would be written)
+        raise _fail(
+            "--output-json needs a file path, got '-': the console report is on stdout; for "
+            "the JSON report there, give /dev/stdout and output = [] in the config"
+        )
     if output_json and (problem := unwritable(output_json)):
         raise _fail(f"--output-json: {problem}")
     if executor not in ("auto", "inline", "fork", "async"):
