@@ -141,6 +141,26 @@ class _Drivers:
                 self._errors[error] = self._errors.get(error, 0) + 1
 
 
+_MODEL_SETTINGS = ("AGENTEVAL_JUDGE_MODEL", "AGENTEVAL_AGENT_MODEL")
+
+
+def _build_models_named_in_the_environment() -> None:
+    """Build the judge and agent models ``AGENTEVAL_JUDGE_MODEL`` / ``AGENTEVAL_AGENT_MODEL``
+    name, before items are forked: built in each child (a judge made without a model, in
+    ``evaluate``), each would import the SDK and make its first calls anew. A bad setting
+    is left to the items that use it to report."""
+    # (llm._factory's settings, named here: importing the model layer costs 0.3 s)
+    if not any(os.environ.get(v, "").strip() for v in _MODEL_SETTINGS):
+        return
+    from .llm import _factory
+
+    assert _MODEL_SETTINGS == (_factory.JUDGE_MODEL_ENV, _factory.AGENT_MODEL_ENV)
+
+    for build in (_factory.default_judge_model, _factory.default_agent_model):
+        with suppress(Exception):
+            build()
+
+
 def _ctrl_c_raises() -> bool:
     """Whether a Ctrl-C now raises KeyboardInterrupt (not so while the run's own signal
     handler is installed: a KeyboardInterrupt then is the code's own)."""
@@ -335,6 +355,7 @@ class _Run:
             return None
         if self.forks:
             prepare_call_sites(state.spec.cls)
+            _build_models_named_in_the_environment()
             clients = sys.modules.get("agenteval.llm._client")
             if clients is not None:  # models were built: rehearse their calls here
                 cls = state.spec.cls

@@ -212,3 +212,37 @@ def test_an_agent_that_never_returns_its_trajectory_keeps_its_usage(
     }
     assert spent == {"stuck": (10, 5), "answers": (7, 3)}
     assert report["run"]["usage"]["agent"]["input_tokens"] == 17
+
+
+BUILT_BEFORE_THE_FORK = """
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Built(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 0}, {"id": 1}]
+
+    def run(self, item):
+        from agenteval.llm import _factory
+
+        return f"built in the parent: {bool(_factory._from_env_built)}"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("built in the parent: True"), output)
+"""
+
+
+def test_the_judge_model_named_in_the_environment_is_built_before_items_fork(
+    fake_provider: FakeProvider, cli: Callable[..., CliResult], write: Callable[[str, str], Path]
+) -> None:
+    # a judge made without a model, in evaluate, would otherwise build it (and import the
+    # SDK, and make its first calls) in every item's process
+    write("built_eval.py", BUILT_BEFORE_THE_FORK)
+    judge = f"openai-compatible:g@{fake_provider.openai_base_url}"
+    result = cli("run", "built_eval.py", "-c", "2", env={"AGENTEVAL_JUDGE_MODEL": judge})
+    assert result.code == 0, result
+    # a setting that cannot be built is left to the items that use it
+    broken = cli("run", "built_eval.py", "-c", "2", env={"AGENTEVAL_JUDGE_MODEL": "nonsense"})
+    assert broken.code == 1, broken
+    assert "built in the parent: False" in broken.stdout
