@@ -630,6 +630,9 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
             on_first(name)
             return
         stop.hard = True
+        if stop.holding:  # (raised once what is being taken in is kept)
+            stop.held_stop = name
+            return
         raise HardStop(name)
 
     try:

@@ -103,3 +103,66 @@ def test_hard_stop_records_in_flight_items_cancelled(
     assert (report["run"]["interrupted"], report["run"]["exit_code"]) == ("SIGINT", 130)
     assert "2 cancelled" in result.stdout
     assert cli.wait_until(lambda: cli.own_processes() == [], 2)
+
+
+TWELVE = """
+import time
+from agenteval import BaseEvaluator
+
+
+class Twelve(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": f"f{n}"} for n in range(12)]
+
+    def run(self, item):
+        time.sleep(0.4)
+        return "done"
+
+    def evaluate(self, output, item):
+        assert output == "done"
+"""
+
+# the second Ctrl-C at the worst moment: just after the supervisor read an item's record
+# off its pipe, before it took the record in
+SECOND_SIGNAL_AFTER_A_READ = """
+import os, signal, threading, time
+
+real_read, state = os.read, {"first": False, "sent": False}
+
+
+def read(fd, n):
+    data = real_read(fd, n)
+    if state["first"] and not state["sent"] and b'"evaluator"' in data and os.getpid() == PARENT:
+        state["sent"] = True
+        os.kill(PARENT, signal.SIGINT)  # its handler runs at the next bytecode
+    return data
+
+
+def first():
+    time.sleep(0.6)
+    state["first"] = True
+    os.kill(PARENT, signal.SIGINT)
+
+
+PARENT = os.getpid()
+os.read = read
+threading.Thread(target=first, daemon=True).start()
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_a_second_interrupt_just_after_a_record_was_read_keeps_that_record(
+    cli: Any, isolation: str
+) -> None:
+    # it was lost, and the item that had passed recorded as crashed ("exited with code 0
+    # before reporting a result"), which a resume then kept
+    cli.write("twelve.py", TWELVE)
+    cli.write("inject.py", SECOND_SIGNAL_AFTER_A_READ)
+    args = ("twelve.py", "-c", "3", "--isolation", isolation, "--no-progress")
+    result = cli.run(*args, "--bootstrap", "inject.py", "--output-json", "report.json")
+    assert result.returncode == 130, result.stdout + result.stderr
+    statuses = set(cli.statuses(cli.json("report.json")).values())
+    assert statuses <= {"passed", "cancelled"} and "passed" in statuses, statuses
+    resumed = cli.run(*args, "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "PASSED: 12 items, 12 passed" in resumed.stdout

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from .._evaluator import BaseEvaluator
-from .._item import CANCELLED, STOPPED, ItemTask, fault_record
+from .._item import CANCELLED, STOPPED, HardStop, ItemTask, fault_record
 from .._results import ErrorInfo, ItemResult
 
 TaskSource = Iterator[tuple[BaseEvaluator, ItemTask]]
@@ -54,6 +55,21 @@ class StopState:
     backstop: float = 0.0
     expired: bool = False  # the stop at once came from the grace period's end, not a signal
     hard: bool = False  # the stop at once was raised (an item's code may have caught it)
+    holding: int = 0  # inside ``held``: a stop at once waits for its end
+    held_stop: str | None = None  # the signal of a stop at once that waits
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A stop at once that comes meanwhile is raised at the end, not inside: what is
+        taken in there (a record read off a pipe) is then kept, not lost half-way."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+        if not self.holding and self.held_stop is not None:
+            name, self.held_stop = self.held_stop, None
+            raise HardStop(name)
 
     @property
     def cut_off(self) -> str:

@@ -644,17 +644,18 @@ class ForkExecutor(Executor):
             wait = 0
             for key, _ in ready:
                 child = key.data
-                try:
-                    chunk = os.read(child.fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    chunk = b""
-                if chunk:
-                    lines.extend(self._received(child, chunk, pending, stop))
-                else:
-                    child.eof = True
-                    sel.unregister(child.fd)
+                with stop.held():  # a record read off the pipe is kept, whatever comes
+                    try:
+                        chunk = os.read(child.fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if chunk:
+                        lines.extend(self._received(child, chunk, pending, stop))
+                    else:
+                        child.eof = True
+                        sel.unregister(child.fd)
         now = time.monotonic()
         exited = _any_exited()
         for child in list(children.values()):
@@ -662,7 +663,7 @@ class ForkExecutor(Executor):
             if child.status is None and (exited or child.eof or child.killed):
                 self._reap(child)
             if child.status is not None and not child.eof:
-                lines.extend(self._drain(child, sel, {}, stop))  # nothing more for the dead
+                self._drain(child, sel, stop, lines)  # nothing more for the dead
             if child.status is not None and child.eof:
                 del children[child.pid]
                 finished.extend(self._finish(child, pending, stop))
@@ -684,7 +685,8 @@ class ForkExecutor(Executor):
                     _, child.status = os.waitpid(child.pid, 0)
                 except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored)
                     child.status, child.lost = 0, True
-            lines = self._drain(child, sel, {}, stop)  # the records it sent are kept
+            lines: list[_Line] = []
+            self._drain(child, sel, stop, lines)  # the records it sent are kept
             # exited by itself before the kill: its fault is its own, else it was cut off
             if child.task is not None and (child.lost or not os.WIFEXITED(child.status)):
                 child.killed = True
@@ -967,22 +969,22 @@ class ForkExecutor(Executor):
                 _signal_item(child.pid, signal.SIGKILL, group_only=True)
 
     def _drain(
-        self, child: _Child, sel: selectors.BaseSelector, pending: _Pending, stop: StopState
-    ) -> list[_Line]:
-        """The child is gone: take the records it wrote before the pipe is closed."""
-        records: list[_Line] = []
+        self, child: _Child, sel: selectors.BaseSelector, stop: StopState, lines: list[_Line]
+    ) -> None:
+        """The child is gone: take the records it wrote into ``lines`` before the pipe is
+        closed (also those taken in when a second interrupt ends this)."""
         while True:
-            try:
-                chunk = os.read(child.fd, 1 << 16)
-            except (BlockingIOError, OSError):
-                break
-            if not chunk:
-                break
-            records.extend(self._received(child, chunk, pending, stop))
+            with stop.held():
+                try:
+                    chunk = os.read(child.fd, 1 << 16)
+                except (BlockingIOError, OSError):
+                    break
+                if not chunk:
+                    break
+                lines.extend(self._received(child, chunk, {}, stop))
         child.eof = True
         with contextlib.suppress(KeyError, ValueError):
             sel.unregister(child.fd)
-        return records
 
     def _close(self, child: _Child) -> None:
         """The child was reaped and its group swept: nothing of it is left."""
