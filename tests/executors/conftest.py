@@ -80,11 +80,13 @@ class Cli:
         env["COLUMNS"] = "200"
         return env
 
-    def start(self, *args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    def start(
+        self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
             [str(AGENTEVAL), "run", *args],
             cwd=cwd or self.root,
-            env=self.env(),
+            env={**self.env(), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -98,9 +100,15 @@ class Cli:
         stdout, stderr = proc.communicate(timeout=timeout)
         return Result(proc.returncode, stdout, stderr, time.monotonic() - started)
 
-    def run(self, *args: str, timeout: float = 60, cwd: Path | None = None) -> Result:
+    def run(
+        self,
+        *args: str,
+        timeout: float = 60,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Result:
         started = time.monotonic()
-        return self.finish(self.start(*args, cwd=cwd), started, timeout)
+        return self.finish(self.start(*args, cwd=cwd, env=env), started, timeout)
 
     def own_processes(self) -> list[psutil.Process]:
         """Live processes (not zombies) carrying this test's marker: CLIs and their children."""

@@ -482,3 +482,45 @@ def test_resume_without_an_id_takes_the_latest_run_of_the_selected_evaluators(cl
     resumed = cli.run("a.py", "--no-progress", "--resume")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert len(cli.records(of_a)) == 2  # the run of a.py, whose items had all finished
+
+
+OPAQUE_ROWS = """
+import decimal, os
+from agenteval import BaseEvaluator
+
+
+class Opaque(BaseEvaluator):
+    def get_dataset(self):  # rows agenteval cannot fingerprint: from code, not a file
+        return [
+            {"id": "blob", "input": os.environ["BLOB"].encode()},
+            {"id": "price", "input": decimal.Decimal(os.environ["PRICE"])},
+            {"id": "agent", "input": object()},  # (its repr holds an address)
+        ]
+
+    def run(self, item):
+        return repr(item["input"])
+
+    def evaluate(self, output, item):
+        assert "v2" not in output and "2.00" not in output, output
+"""
+
+
+def test_resume_runs_again_rows_whose_input_without_json_form_changed(cli: Any) -> None:
+    # bytes and Decimal were taken as unchanged whatever their value: the old results stayed
+    cli.write("opaque.py", OPAQUE_ROWS)
+    first = cli.run("opaque.py", "--no-progress", env={"BLOB": "v1", "PRICE": "1.00"})
+    assert first.returncode == 0, first.stdout + first.stderr
+    changed = cli.run(
+        "opaque.py",
+        "--no-progress",
+        "--resume",
+        "--output-json",
+        "r.json",
+        env={"BLOB": "v2", "PRICE": "2.00"},
+    )
+    assert "notice: 2 items of Opaque differed" in changed.stdout, changed.stdout
+    assert cli.statuses(cli.json("r.json")) == {
+        "blob": "error",
+        "price": "error",
+        "agent": "passed",
+    }
