@@ -1179,6 +1179,18 @@ def test_cli_an_option_given_another_option_as_its_value_is_refused(
     assert result.stderr == f"agenteval: error: {message} (see `agenteval run --help`)\n"
 
 
+@pytest.mark.parametrize("args", [["--resume="], ["--retry-errors", ""], ["--resume", " "]])
+def test_cli_an_empty_run_id_is_refused_not_a_fresh_run(
+    cli: Cli, write: Write, tmp_path: Path, args: list[str]
+) -> None:
+    # an empty CI variable: `--resume=$RUN_ID`
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", *args)
+    assert result.code == 2 and result.stdout == ""
+    assert "got an empty run id: give a run id, or leave it out" in result.stderr
+    assert not (tmp_path / ".agenteval" / "runs").exists()
+
+
 def test_cli_option_values_that_look_like_options_but_are_not_ones_are_kept(
     cli: Cli, write: Write
 ) -> None:

@@ -198,6 +198,9 @@ def run(
         )
     if output_json and (problem := unwritable(output_json)):
         raise _fail(f"--output-json: {problem}")
+    for option, value in (("--resume", resume), ("--retry-errors", retry_errors)):
+        if value is not None and not value.strip():  # an empty CI variable, say
+            raise _fail(f"{option} got an empty run id: give a run id, or leave it out")
     if executor not in ("auto", "inline", "fork", "async"):
         raise _fail(f"--executor must be one of auto, inline, fork, async; got {executor!r}")
     if isolation not in ("item", "worker"):
