@@ -13,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -255,25 +256,42 @@ def find_run(runs_dir: Path, run_id: str | None, evaluators: set[str] | None = N
                 f"No run {run_id!r} in {str(runs_dir)!r}: list runs with `ls {runs_dir}`"
             )
         return run_dir
-    runs = [p for p in runs_dir.glob("*") if is_run_dir(p)] if runs_dir.exists() else []
+    # (a folder not named as agenteval names runs, a copy kept as a baseline, say, is
+    # resumed only when named)
+    found = runs_dir.glob("*") if runs_dir.exists() else ()
+    runs = sorted((p for p in found if _RUN_ID.match(p.name) and is_run_dir(p)), key=_started)
     if not runs:
         raise JournalError(f"No previous run in {str(runs_dir)!r} to resume")
-    runs.sort(key=_started, reverse=True)
+    runs.reverse()
     if evaluators:
-        for run_dir in runs:
-            if evaluators & set(_evaluators_of(run_dir)):
-                return run_dir
+        ran = {run_dir: _evaluators_of(run_dir) for run_dir in runs}
+        # the latest that ran every one of them, else the latest that ran any (a run
+        # of some of them since, with -k, is not the one to resume)
+        for enough in (evaluators.issubset, evaluators.intersection):
+            for run_dir in runs:
+                listed = ran[run_dir]
+                if listed is None:  # it may be the one: say so, never skip it
+                    raise JournalError(
+                        f"The manifest of run {run_dir.name!r} cannot be read, so it is not "
+                        f"known whether it is the one to resume: name the run (--resume "
+                        f"RUN_ID), or remove that folder"
+                    )
+                if enough(listed):
+                    return run_dir
     return runs[0]
 
 
-def _evaluators_of(run_dir: Path) -> list[str]:
-    """The ids of the evaluators a run's manifest lists (none, should it be unreadable)."""
+_RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def _evaluators_of(run_dir: Path) -> set[str] | None:
+    """The ids of the evaluators a run's manifest lists; None when it cannot be read."""
     try:
         with open(run_dir / "manifest.json", encoding="utf-8") as fh:
             listed = json.load(fh).get("evaluators")
     except (OSError, ValueError, AttributeError):
-        return []
-    return list(listed) if isinstance(listed, dict) else []
+        return None
+    return set(listed) if isinstance(listed, dict) else None
 
 
 def is_run_dir(path: str | Path) -> bool:

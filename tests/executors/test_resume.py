@@ -524,3 +524,48 @@ def test_resume_runs_again_rows_whose_input_without_json_form_changed(cli: Any) 
         "price": "error",
         "agent": "passed",
     }
+
+
+TWO_EVALUATORS = """
+from agenteval import BaseEvaluator
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Second(First):
+    pass
+"""
+
+
+def _run_id(result: Any) -> str:
+    return result.stdout.split(" · ")[1].removeprefix("run ")
+
+
+def test_resume_without_an_id_takes_the_right_run_or_says_why_not(cli: Any) -> None:
+    import shutil
+
+    cli.write("two.py", TWO_EVALUATORS)
+    runs = cli.root / ".agenteval" / "runs"
+    both = _run_id(cli.run("two.py", "--no-progress"))
+    shutil.copytree(runs / both, runs / "baseline")  # a copy kept under another name
+    only_first = _run_id(cli.run("two.py", "-k", "First", "--no-progress"))
+    # both evaluators selected: the latest run of both, not the later one of First alone,
+    # nor the copy (resumed only when named)
+    resumed = cli.run("two.py", "--resume", "--no-progress")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _run_id(resumed) == both
+    assert _run_id(cli.run("two.py", "-k", "First", "--resume", "--no-progress")) == only_first
+    # a run whose manifest cannot be read might be the one: never skipped in silence
+    (runs / only_first / "manifest.json").write_text('{"schema": 1, "evalu')
+    refused = cli.run("two.py", "--resume", "--no-progress")
+    assert refused.returncode == 2
+    assert f"The manifest of run {only_first!r} cannot be read" in refused.stderr
