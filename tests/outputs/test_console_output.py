@@ -136,6 +136,23 @@ def test_force_color_draws_colours_even_when_piped(monkeypatch: pytest.MonkeyPat
         (["agenteval", "run", "--resume", ".agenteval/runs/R", "-c", "4"], False, None),
         # an interrupted retry goes on retrying: a resume would keep the errors not retried
         (["agenteval", "run", "evals/", "--retry-errors", "R"], True, None),
+        # after `--`, all is paths: the resume goes before it
+        (
+            ["agenteval", "run", "-c", "4", "--", "evals/"],
+            False,
+            "agenteval run -c 4 --resume R -- evals/",
+        ),
+        # a run resumed from a folder outside the runs folder is named by its path
+        (
+            ["agenteval", "run", "--resume", "moved/R", "-c", "4"],
+            False,
+            "agenteval run -c 4 --resume moved/R",
+        ),
+        (
+            ["agenteval", "run", "--runs-dir", "moved", "--resume=moved/R"],
+            False,
+            "agenteval run --runs-dir moved --resume R",
+        ),
     ],
 )
 def test_console_resume_hint_repeats_the_command_with_the_run(
@@ -150,6 +167,8 @@ def test_console_resume_hint_repeats_the_command_with_the_run(
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".agenteval" / "runs" / "R").mkdir(parents=True)
     (tmp_path / ".agenteval" / "runs" / "R" / "manifest.json").write_text("{}")
+    (tmp_path / "moved" / "R").mkdir(parents=True)
+    (tmp_path / "moved" / "R" / "manifest.json").write_text("{}")
     console = ConsoleOutput(stream=io.StringIO(), progress=False)
     console.start_run(RunInfo("R", "", [], argv=argv, retrying=retrying))
     expected = (

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
-from .._journal import is_run_dir
+from .._journal import DEFAULT_RUNS_DIR, is_run_dir
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
 from ._text import one_line as _one_line
@@ -244,19 +244,30 @@ class ConsoleOutput(OutputDriver):
         if not argv or not argv[0].endswith("agenteval"):
             return f"agenteval run ... {again} {run_id}"
         kept: list[str] = []
+        target = run_id  # the run's folder instead, if it was given by its path
         skip = False
         for arg in argv[1:]:
+            given = (
+                arg.partition("=")[2] if arg.startswith(("--resume=", "--retry-errors=")) else None
+            )
             if skip:  # the value of --resume, unless it is an option or one of the paths
                 skip = False
                 if not arg.startswith("-") and (is_run_dir(arg) or not Path(arg).exists()):
-                    continue
+                    given = arg
+            if given is not None:
+                if is_run_dir(given) and Path(given).name == run_id:
+                    target = given  # (a folder outside the runs folder: its path, below)
+                continue
             if arg in ("--resume", "--retry-errors"):
                 skip = True
                 continue
-            if arg.startswith(("--resume=", "--retry-errors=")):
-                continue
             kept.append(arg)
-        return " ".join(["agenteval", *(shlex.quote(a) for a in kept), again, run_id])
+        if target != run_id and Path(target).resolve().parent == _runs_dir(kept).resolve():
+            target = run_id  # in the runs folder: its id says it
+        # (after a `--`, all is paths)
+        end = kept.index("--") if "--" in kept else len(kept)
+        words = [*kept[:end], again, target, *kept[end:]]
+        return " ".join(["agenteval", *(shlex.quote(a) for a in words)])
 
     # -- rendering (pure: lists of (line, style)) ------------------------------------------
     def render(self, s: EvaluatorSummary) -> list[tuple[str, str | None]]:
@@ -487,6 +498,17 @@ def _bar_columns(width: int) -> tuple[Any, list[Any]]:
         columns.append(TimeElapsedColumn(table_column=fixed()))
     columns.append(TimeRemainingColumn(table_column=fixed()))
     return name, columns
+
+
+def _runs_dir(argv: list[str]) -> Path:
+    """The runs folder a command line names (``--runs-dir``), or the default."""
+    found = str(DEFAULT_RUNS_DIR)
+    for arg, nxt in zip(argv, [*argv[1:], ""], strict=True):
+        if arg == "--runs-dir":
+            found = nxt
+        elif arg.startswith("--runs-dir="):
+            found = arg.partition("=")[2]
+    return Path(found)
 
 
 def _tag(status: str) -> str:
