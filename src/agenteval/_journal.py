@@ -9,12 +9,14 @@ readers skip.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import os
 import re
 import secrets
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -48,11 +50,15 @@ def fingerprint(path: str | Path) -> str | None:
 def atomic_write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:  # (written, it was renamed)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 class Journal:
@@ -82,11 +88,12 @@ class Journal:
                 f"Could not create run folder {str(run_dir)!r}: {exc.strerror or exc}"
             ) from None
         journal = cls(run_dir, manifest)
-        journal._take_lock()
         try:
+            journal._take_lock()
             journal.save_manifest()
-        except BaseException:
+        except BaseException:  # a full disk, a Ctrl-C: leave no run without its manifest
             journal.close()
+            shutil.rmtree(run_dir, ignore_errors=True)
             raise
         return journal
 
@@ -122,13 +129,22 @@ class Journal:
                 f"Run {self.dir.name!r} is still running (process {holder or '?'}): wait for "
                 f"it to end, or start a new run"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self._lock = fd
+        with contextlib.suppress(OSError):  # (who holds it, for the message above)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
 
     def save_manifest(self) -> None:
         """Rewrite the manifest atomically."""
-        atomic_write(self._root / "manifest.json", json.dumps(self.manifest, indent=2) + "\n")
+        text = json.dumps(self.manifest, indent=2) + "\n"
+        try:
+            atomic_write(self._root / "manifest.json", text)
+        except OSError as exc:
+            raise JournalError(
+                f"Could not write the manifest of run {self.dir.name!r} in "
+                f"{str(self.dir.parent)!r}: {exc.strerror or exc} (a full disk? --runs-dir "
+                f"puts runs elsewhere)"
+            ) from None
 
     def append(self, record_json: str) -> tuple[int, int]:
         """Append one terminal record (its JSON); see :meth:`append_many`."""
@@ -212,7 +228,14 @@ def read_records_at(run_dir: Path) -> Iterator[tuple[ItemResult, int, int]]:
     if not path.exists():
         return
     offset = 0
-    with open(path, "rb") as fh:
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise JournalError(
+            f"Cannot read the records of run {run_dir.name!r} ({str(path)!r}): "
+            f"{exc.strerror or exc}"
+        ) from None
+    with fh:
         for raw in fh:
             start, offset = offset, offset + len(raw)
             if not raw.endswith(b"\n"):

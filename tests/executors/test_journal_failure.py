@@ -49,3 +49,51 @@ def test_a_journal_that_cannot_be_written_leaves_the_report_whole_and_exits_2(cl
     assert report["run"]["exit_code"] == 2
     journaled = (run_dir / "records.jsonl").read_text().splitlines()
     assert 0 < len(journaled) < 20
+
+
+FULL_FROM_THE_START = """
+import resource, signal
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+"""
+
+SMALL = """
+from agenteval import BaseEvaluator
+
+
+class Small(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_a_manifest_that_cannot_be_written_is_one_line_and_leaves_no_run_behind(cli: Any) -> None:
+    # it was an internal error, with a run folder holding a lock and a temporary file
+    cli.write("small.py", SMALL)
+    cli.write("full.py", FULL_FROM_THE_START)
+    result = cli.run("small.py", "--no-progress", "--bootstrap", "full.py")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("agenteval: error: Could not write the manifest of run ")
+    assert "File too large" in result.stderr and result.stderr.count("\n") == 1
+    assert cli.run_dirs() == []
+
+
+def test_records_that_cannot_be_read_are_one_line_on_resume(cli: Any) -> None:
+    cli.write("small.py", SMALL)
+    assert cli.run("small.py", "--no-progress").returncode == 0
+    (run_dir,) = cli.run_dirs()
+    (run_dir / "records.jsonl").unlink()
+    (run_dir / "records.jsonl").mkdir()
+    result = cli.run("small.py", "--no-progress", "--resume")
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"agenteval: error: Cannot read the records of run {run_dir.name!r}"
+    ), result.stderr
+    assert result.stderr.count("\n") == 1
