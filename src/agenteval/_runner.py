@@ -793,8 +793,15 @@ def _manifest(
 
 
 def _check_unchanged(
-    manifest: dict[str, Any], specs: list[EvaluatorSpec], *, retrying: bool = False
+    manifest: dict[str, Any],
+    specs: list[EvaluatorSpec],
+    *,
+    retrying: bool = False,
+    everything: bool = False,
 ) -> None:
+    """Refuse to resume a run whose evaluator files or datasets changed since, or that
+    holds evaluators not selected now although nothing was left out (``everything``: no
+    -k or --tag) — their file was deleted, or the class renamed."""
     changes: list[str] = []
     missing: list[str] = []
     recorded = manifest.get("evaluators", {})
@@ -819,12 +826,16 @@ def _check_unchanged(
         for path, digest in datasets.items():
             if fingerprint(path) != digest:
                 changes.append(f"dataset {path} changed")
+    started_in = manifest.get("cwd")
+    moved = isinstance(started_in, str) and started_in != os.getcwd()
+    if everything and not moved:  # (from another folder, every id differs: said below)
+        gone = sorted(set(recorded) - {spec.id for spec in specs})
+        changes.extend(f"{e} is gone (its file was removed, or no longer defines it)" for e in gone)
     if changes or missing:
-        started_in = manifest.get("cwd")
         elsewhere = (
             f" (it ran in {started_in}: evaluators are known by their path from there, so "
             f"resume it from that folder)"
-            if isinstance(started_in, str) and started_in != os.getcwd()
+            if moved
             else ""
         )
         why = [f"{'; '.join(sorted(set(changes)))} since it ran"] if changes else []
@@ -942,7 +953,12 @@ def run_evaluations(
         jr = Journal.reopen(run_dir)
         try:  # refused: the run's lock goes at once (a caller may try again)
             if not force:
-                _check_unchanged(jr.manifest, specs, retrying=bool(retry_errors))
+                _check_unchanged(
+                    jr.manifest,
+                    specs,
+                    retrying=bool(retry_errors),
+                    everything=not (filter or tags),
+                )
             # a record counts as done unless it was cancelled (or, retrying, it errored)
             redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
             latest = latest_records_at(run_dir)

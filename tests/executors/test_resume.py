@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -569,3 +572,45 @@ def test_resume_without_an_id_takes_the_right_run_or_says_why_not(cli: Any) -> N
     refused = cli.run("two.py", "--resume", "--no-progress")
     assert refused.returncode == 2
     assert f"The manifest of run {only_first!r} cannot be read" in refused.stderr
+
+
+def test_resume_refuses_when_an_evaluator_of_the_run_is_gone(cli: Any) -> None:
+    # its file deleted: the run it holds never finished, and nothing was left out with -k
+    cli.write("evals/first.py", TWO_EVALUATORS.replace("class Second(First):\n    pass\n", ""))
+    cli.write("evals/second.py", SLEEPS_ONCE)
+    started = time.monotonic()
+    proc = cli.start("evals", "--no-progress", "--grace", "0")
+    assert cli.wait_until(lambda: (cli.root / "second-started").exists(), 20)
+    os.kill(proc.pid, signal.SIGINT)
+    assert cli.finish(proc, started).returncode == 130
+    (cli.root / "evals" / "second.py").unlink()
+    refused = cli.run("evals", "--no-progress", "--resume")
+    assert refused.returncode == 2
+    assert (
+        "evals/second.py::Second is gone (its file was removed, or no longer defines it)"
+        in refused.stderr
+    ), refused.stderr
+    forced = cli.run("evals", "--no-progress", "--resume", "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    # with -k, leaving it out is what was asked
+    assert cli.run("evals", "-k", "First", "--no-progress", "--resume").returncode == 0
+
+
+SLEEPS_ONCE = """
+import time
+from pathlib import Path
+from agenteval import BaseEvaluator
+
+
+class Second(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "slow"}]
+
+    def run(self, item):
+        Path("second-started").touch()
+        time.sleep(30)
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
