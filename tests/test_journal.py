@@ -174,11 +174,22 @@ def test_read_manifest_of_a_missing_run(tmp_path: Path) -> None:
     assert str(info.value) == f"No run at {str(tmp_path / 'nope')!r}: manifest.json is missing"
 
 
-def test_read_manifest_that_is_not_an_object(tmp_path: Path) -> None:
-    (tmp_path / "manifest.json").write_text("[1]")
+@pytest.mark.parametrize("text", ["[1]", "{}"])  # ({}: "Cannot resume run None" followed)
+def test_read_manifest_that_is_not_a_manifest(tmp_path: Path, text: str) -> None:
+    (tmp_path / "manifest.json").write_text(text)
     with pytest.raises(JournalError) as info:
         read_manifest(tmp_path)
-    assert str(info.value) == f"{str(tmp_path / 'manifest.json')!r} is not a run manifest"
+    assert str(info.value) == (
+        f"{str(tmp_path / 'manifest.json')!r} is not a run manifest (damaged?): start a new run"
+    )
+
+
+def test_a_run_folder_without_its_manifest_says_so(tmp_path: Path) -> None:
+    (tmp_path / "runs" / "20261202-120000-abcdef").mkdir(parents=True)
+    (tmp_path / "runs" / "20261202-120000-abcdef" / "lock").write_text("1\n")
+    with pytest.raises(JournalError) as info:
+        find_run(tmp_path / "runs", "20261202-120000-abcdef")
+    assert "has no manifest.json (removed, or never written)" in str(info.value)
 
 
 def test_read_manifest_that_is_not_json(tmp_path: Path) -> None:

@@ -214,8 +214,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise JournalError(f"No run at {str(run_dir)!r}: manifest.json is missing") from None
     except (OSError, ValueError) as exc:
         raise JournalError(f"Could not read {str(path)!r}: {exc}") from None
-    if not isinstance(data, dict):
-        raise JournalError(f"{str(path)!r} is not a run manifest")
+    if not isinstance(data, dict) or not isinstance(data.get("run_id"), str):
+        raise JournalError(f"{str(path)!r} is not a run manifest (damaged?): start a new run")
     return data
 
 
@@ -274,6 +274,12 @@ def find_run(runs_dir: Path, run_id: str | None, evaluators: set[str] | None = N
         run_dir = runs_dir / run_id
         if not is_run_dir(run_dir) and is_run_dir(run_id):
             return Path(run_id)
+        for folder in (run_dir, Path(run_id)):
+            if folder.is_dir() and not is_run_dir(folder) and (folder / "lock").exists():
+                raise JournalError(  # a run folder (it has a lock) without its manifest
+                    f"Run folder {str(folder)!r} has no manifest.json (removed, or never "
+                    f"written): it cannot be resumed; start a new run"
+                )
         if not is_run_dir(run_dir):
             raise JournalError(
                 f"No run {run_id!r} in {str(runs_dir)!r}: list runs with `ls {runs_dir}`"
