@@ -786,10 +786,12 @@ def _manifest(
         "cwd": os.getcwd(),
         "python": sys.version.split()[0],
         "config": {"path": config.path, "sha256": config.sha256},
-        "evaluators": {
-            s.id: {"file": s.file, "sha256": fingerprint(s.file), "datasets": {}} for s in specs
-        },
+        "evaluators": _evaluator_entries(specs),
     }
+
+
+def _evaluator_entries(specs: list[EvaluatorSpec]) -> dict[str, dict[str, Any]]:
+    return {s.id: {"file": s.file, "sha256": fingerprint(s.file), "datasets": {}} for s in specs}
 
 
 def _check_unchanged(
@@ -962,6 +964,11 @@ def run_evaluations(
             # a record counts as done unless it was cancelled (or, retrying, it errored)
             redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
             latest = latest_records_at(run_dir)
+            entries = jr.manifest.setdefault("evaluators", {})
+            new = [s for s in specs if s.id not in entries]  # (--force let them in)
+            if new:  # a later resume selecting them knows them
+                entries.update(_evaluator_entries(new))
+                jr.save_manifest()
         except BaseException:
             jr.close()
             raise

@@ -614,3 +614,14 @@ class Second(BaseEvaluator):
     def evaluate(self, output, item):
         pass
 """
+
+
+def test_a_forced_resume_adds_the_evaluators_it_let_in_to_the_run(cli: Any) -> None:
+    cli.write("two.py", TWO_EVALUATORS)
+    run_id = _run_id(cli.run("two.py", "--no-progress"))
+    cli.write("two.py", TWO_EVALUATORS.replace("class Second(", "class Renamed("))
+    forced = cli.run("two.py", "--no-progress", "--resume", run_id, "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    # the renamed evaluator's records are in the run: a resume selecting it finds it there
+    again = cli.run("two.py", "-k", "Renamed", "--no-progress", "--resume", run_id)
+    assert again.returncode == 0, again.stdout + again.stderr
