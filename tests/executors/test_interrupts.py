@@ -448,3 +448,37 @@ def test_a_signal_while_drivers_finish_cuts_them_short_and_keeps_the_reports(
     assert lines[-1].startswith("INTERRUPTED: 2 items, 2 passed, 0 failed, 0 errors")
     run = cli.json("report.json")["run"]
     assert (run["interrupted"], run["exit_code"], run["totals"]["passed"]) == (name, code, 2)
+
+
+LEAVES_A_THREAD = """
+import threading, time
+from agenteval import BaseEvaluator
+
+
+class LeavesAThread(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        threading.Thread(target=time.sleep, args=(5,)).start()  # a client's worker, say
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_a_signal_once_the_run_is_over_keeps_its_exit_code(cli: Any) -> None:
+    # the verdict is out and the files written; the exit waits for a thread an item left:
+    # a Ctrl-C now killed agenteval by SIGINT (or showed a traceback) instead of exit 0
+    cli.write("leaves.py", LEAVES_A_THREAD)
+    started = time.monotonic()
+    proc = cli.start("leaves.py", "--no-progress")
+    assert proc.stdout is not None
+    while not (line := proc.stdout.readline()).startswith("PASSED:"):
+        assert line, "the run ended without its verdict"
+    time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGINT)
+    result = cli.finish(proc, started)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "KeyboardInterrupt" not in result.stderr

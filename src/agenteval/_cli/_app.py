@@ -409,7 +409,8 @@ def main() -> None:
             typer.echo(f"agenteval: error: {problem} (see `agenteval run --help`)", err=True)
             exit_with(2)
         code = cli(args=args, prog_name="agenteval", standalone_mode=False)
-    except typer.Abort:
+    except typer.Abort:  # a Ctrl-C outside the run's own handling: before it, or at its end
+        typer.echo("agenteval: error: interrupted", err=True)
         code = 130
     except Exception as exc:
         if not hasattr(exc, "format_message"):  # not a command-line usage error: a bug
@@ -422,4 +423,10 @@ def main() -> None:
             message = f"agenteval: error: {exc.format_message()} (see `{command} --help`)"
             typer.echo(message, err=True)
             code = getattr(exc, "exit_code", 2)
+    import signal
+
+    # the run is over and its files are written: a late Ctrl-C must not turn its exit code
+    # into a death by signal, or a traceback
+    for late in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(late, signal.SIG_IGN)
     exit_with(code if isinstance(code, int) else 0)
