@@ -1095,9 +1095,13 @@ def test_resume_with_a_damaged_manifest_is_one_line(cli: Cli, write: Write, tmp_
     result = cli("run", "--resume")
     assert result.code == 2
     assert result.stderr.strip() == (
-        "agenteval: error: The manifest of run None is damaged ('evaluators' is not a mapping "
-        "of evaluator entries): start a new run"
+        "agenteval: error: The manifest of run '20260101-000000-aaaaaa' cannot be read or is "
+        "damaged, so it is not known whether it is the one to resume: name the run (--resume "
+        "RUN_ID), or remove that folder"
     )
+    named = cli("run", "--resume", "20260101-000000-aaaaaa")
+    assert named.code == 2
+    assert "is not a run manifest (damaged?): start a new run" in named.stderr
 
 
 def test_cli_bad_option_values_are_one_line(cli: Cli) -> None:

@@ -301,9 +301,9 @@ def find_run(runs_dir: Path, run_id: str | None, evaluators: set[str] | None = N
                 listed = ran[run_dir]
                 if listed is None:  # it may be the one: say so, never skip it
                     raise JournalError(
-                        f"The manifest of run {run_dir.name!r} cannot be read, so it is not "
-                        f"known whether it is the one to resume: name the run (--resume "
-                        f"RUN_ID), or remove that folder"
+                        f"The manifest of run {run_dir.name!r} cannot be read or is damaged, "
+                        f"so it is not known whether it is the one to resume: name the run "
+                        f"(--resume RUN_ID), or remove that folder"
                     )
                 if enough(listed):
                     return run_dir

@@ -128,8 +128,7 @@ class _Drivers:
             if which is not None and not which(driver):
                 continue
             try:
-                with guarding_exit():  # also around start_run and finish_run, and under fork
-                    getattr(driver, hook)(*args)
+                getattr(driver, hook)(*args)  # (os._exit raises: run_evaluations guards it)
             except (Exception, SystemExit, KeyboardInterrupt) as exc:
                 # (rich exits on a broken stdout pipe)
                 if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
@@ -831,7 +830,15 @@ def _check_unchanged(
     started_in = manifest.get("cwd")
     moved = isinstance(started_in, str) and started_in != os.getcwd()
     if everything and not moved:  # (from another folder, every id differs: said below)
-        gone = sorted(set(recorded) - {spec.id for spec in specs})
+        # its file deleted, or a file run now that no longer defines it (a file not given
+        # now is not selected: a notice says so)
+        files = {spec.file for spec in specs}
+        gone = sorted(
+            e
+            for e, entry in recorded.items()
+            if e not in {spec.id for spec in specs}
+            and (entry.get("file") in files or not Path(str(entry.get("file"))).exists())
+        )
         changes.extend(f"{e} is gone (its file was removed, or no longer defines it)" for e in gone)
     if changes or missing:
         elsewhere = (
@@ -991,102 +998,105 @@ def run_evaluations(
     stop = StopState(grace=grace)
     driver_set = _Drivers(drivers)
     run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
-    with _handling(partial(_while_starting, stop)):  # a driver's start_run may be slow
-        driver_set.call(
-            "start_run",
-            RunInfo(
-                id=run_id,
-                started_at=started_at,
-                evaluators=[s.name for s in specs],
-                concurrency=concurrency,
-                executor=chosen.name,
-                isolation=options.isolation,
-                run_dir=str(jr.dir) if jr else None,
-                resumed=resumed,
-                retrying=bool(retry_errors),
-                argv=argv,
-            ),
-        )
-    hard = False
-    try:  # the journal, and the run's lock, are held until the run is reported
-        announce = partial(driver_set.call, "run_interrupted")
-        with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
-            if stop.requested:  # it came while the drivers started: no item starts
-                announce(stop.requested, grace)
-            try:
-                chosen.run(run.tasks(), run.on_result, stop)
-            except HardStop:
-                hard = True
-        finishing: list[int] = []  # the turn of the drivers finishing now
-        with _reporting_signals(stop, lambda: finishing == [0]):
-            if stop.requested or hard:
-                run.close_unfinished(hard=hard)
-            interrupted = stop.requested
-            notices.extend([*run.notices, *chosen.notices])
-            if run.journal_error:
-                notices.append(run.journal_error)
-            notices.extend(
-                f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
-                f"differed from what run {run_id} recorded (another input under the same id): "
-                f"run again"
-                for state in run.states
-                if state.changed
+    # os._exit in a driver hook (or anything else of the parent's) is that code's failure,
+    # not the end of the run: under fork too, where items are no longer in this process
+    with guarding_exit():
+        with _handling(partial(_while_starting, stop)):  # a driver's start_run may be slow
+            driver_set.call(
+                "start_run",
+                RunInfo(
+                    id=run_id,
+                    started_at=started_at,
+                    evaluators=[s.name for s in specs],
+                    concurrency=concurrency,
+                    executor=chosen.name,
+                    isolation=options.isolation,
+                    run_dir=str(jr.dir) if jr else None,
+                    resumed=resumed,
+                    retrying=bool(retry_errors),
+                    argv=argv,
+                ),
             )
-            summary = RunSummary(
-                id=run_id,
-                started_at=started_at,
-                duration_s=time.perf_counter() - t0,
-                agenteval_version=__version__,
-                interrupted=interrupted,
-                evaluators=run.summaries,
-                notices=list(notices),
-                run_dir=str(jr.dir) if jr else None,
-            )
-            if cfg.prices:
-                summary.cost = _cost(summary, cfg.prices)
-            summary.exit_code = _exit_code(
-                run.summaries,
-                min_success_rate=min_success_rate,
-                max_errors=max_errors,
-                driver_errors=driver_set.errors,
-                interrupted=interrupted,
-                journal_failed=run.journal_error is not None,
-            )
-            summary.notices.extend(_verdict_notices(summary, min_success_rate, max_errors))
-            # the user's own drivers finish first, then the report files, then the console:
-            # what those write (the exit code, the driver errors) includes every earlier one's
-            # failure, and an interrupt that came meanwhile
-            try:
-                for turn in range(3):
-                    _settle(summary, driver_set, stop)
-                    finishing[:] = [turn]
-                    try:
-                        driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
-                    except _CutShort as exc:
-                        summary.notices.append(
-                            f"{exc} came while the output drivers finished: the drivers of yours "
-                            f"still finishing were stopped; agenteval's report files are complete"
-                        )
-                    finally:
-                        finishing.clear()
-                    if turn == 1 and stop.requested and not summary.interrupted:
-                        # it came while agenteval's report files were written: what they
-                        # say must be the verdict the run exits with
+        hard = False
+        try:  # the journal, and the run's lock, are held until the run is reported
+            announce = partial(driver_set.call, "run_interrupted")
+            with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
+                if stop.requested:  # it came while the drivers started: no item starts
+                    announce(stop.requested, grace)
+                try:
+                    chosen.run(run.tasks(), run.on_result, stop)
+                except HardStop:
+                    hard = True
+            finishing: list[int] = []  # the turn of the drivers finishing now
+            with _reporting_signals(stop, lambda: finishing == [0]):
+                if stop.requested or hard:
+                    run.close_unfinished(hard=hard)
+                interrupted = stop.requested
+                notices.extend([*run.notices, *chosen.notices])
+                if run.journal_error:
+                    notices.append(run.journal_error)
+                notices.extend(
+                    f"{state.changed} item{'s' if state.changed != 1 else ''} of {state.spec.name} "
+                    f"differed from what run {run_id} recorded (another input under the same id): "
+                    f"run again"
+                    for state in run.states
+                    if state.changed
+                )
+                summary = RunSummary(
+                    id=run_id,
+                    started_at=started_at,
+                    duration_s=time.perf_counter() - t0,
+                    agenteval_version=__version__,
+                    interrupted=interrupted,
+                    evaluators=run.summaries,
+                    notices=list(notices),
+                    run_dir=str(jr.dir) if jr else None,
+                )
+                if cfg.prices:
+                    summary.cost = _cost(summary, cfg.prices)
+                summary.exit_code = _exit_code(
+                    run.summaries,
+                    min_success_rate=min_success_rate,
+                    max_errors=max_errors,
+                    driver_errors=driver_set.errors,
+                    interrupted=interrupted,
+                    journal_failed=run.journal_error is not None,
+                )
+                summary.notices.extend(_verdict_notices(summary, min_success_rate, max_errors))
+                # the user's own drivers finish first, then the report files, then the console:
+                # what those write (the exit code, the driver errors) includes every earlier one's
+                # failure, and an interrupt that came meanwhile
+                try:
+                    for turn in range(3):
                         _settle(summary, driver_set, stop)
-                        summary.notices.append(
-                            f"{stop.requested} came while agenteval's report files were "
-                            f"written: they were written again, with the run interrupted (one "
-                            f"sent into a pipe or device keeps the first)"
-                        )
-                        driver_set.call_some("finish_run", partial(_finishes_in, 1), summary)
-            except HardStop:
-                pass  # a second signal: stop reporting at once (the journal is complete)
-            _settle(summary, driver_set, stop)
-        return summary
-    finally:
-        if jr is not None:
-            jr.close()
-        _stop_live(drivers)
+                        finishing[:] = [turn]
+                        try:
+                            driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
+                        except _CutShort as exc:
+                            summary.notices.append(
+                                f"{exc} came while the output drivers finished: the drivers of yours "
+                                f"still finishing were stopped; agenteval's report files are complete"
+                            )
+                        finally:
+                            finishing.clear()
+                        if turn == 1 and stop.requested and not summary.interrupted:
+                            # it came while agenteval's report files were written: what they
+                            # say must be the verdict the run exits with
+                            _settle(summary, driver_set, stop)
+                            summary.notices.append(
+                                f"{stop.requested} came while agenteval's report files were "
+                                f"written: they were written again, with the run interrupted (one "
+                                f"sent into a pipe or device keeps the first)"
+                            )
+                            driver_set.call_some("finish_run", partial(_finishes_in, 1), summary)
+                except HardStop:
+                    pass  # a second signal: stop reporting at once (the journal is complete)
+                _settle(summary, driver_set, stop)
+            return summary
+        finally:
+            if jr is not None:
+                jr.close()
+            _stop_live(drivers)
 
 
 def _settle(summary: RunSummary, drivers: _Drivers, stop: StopState) -> None:

@@ -571,7 +571,7 @@ def test_resume_without_an_id_takes_the_right_run_or_says_why_not(cli: Any) -> N
     (runs / only_first / "manifest.json").write_text('{"schema": 1, "evalu')
     refused = cli.run("two.py", "--resume", "--no-progress")
     assert refused.returncode == 2
-    assert f"The manifest of run {only_first!r} cannot be read" in refused.stderr
+    assert f"The manifest of run {only_first!r} cannot be read or is damaged" in refused.stderr
 
 
 def test_resume_refuses_when_an_evaluator_of_the_run_is_gone(cli: Any) -> None:
