@@ -19,11 +19,11 @@ from agenteval._errors import (
 from agenteval._usage import Usage
 from agenteval.llm import ModelRequest, OpenAIModel, RetryPolicy, ToolSpec, _openai
 from agenteval.llm._openai import openai_usage
-from agenteval.trajectory._messages import json_arguments as _arguments
 from agenteval.llm._retry import parse_retry_after
 from agenteval.llm._structured import json_instruction
 from agenteval.testing import FakeProvider
 from agenteval.trajectory._messages import Message, ToolCall
+from agenteval.trajectory._messages import json_arguments as _arguments
 
 KEY = "sk-openai-test-0123456789abcdef"
 HI = ModelRequest(messages=[Message.user("Hi")])
