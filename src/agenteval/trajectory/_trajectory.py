@@ -344,17 +344,8 @@ def _from_message_list(values: Sequence[object]) -> Trajectory | None:
         return Trajectory(history=[v for v in values if isinstance(v, Message)])
     if any(isinstance(v, Message) for v in values):
         return None
-    raw = [_plain(v) for v in values]
-    if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in raw):
-        return None
-    style = _style(raw)
-    if style is None:
-        return None
-    convert = Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic
-    try:
-        return convert(raw)
-    except (TypeError, ValueError):  # a malformed message: not a conversation we can read
-        return None
+    read = _read_provider_messages(values)
+    return read if isinstance(read, Trajectory) else None
 
 
 def unreadable_message_list(value: object) -> str | None:
@@ -362,17 +353,23 @@ def unreadable_message_list(value: object) -> str | None:
     conversation; ``None`` when it is no such list, or was read."""
     if not isinstance(value, (list, tuple)) or not value:
         return None
-    raw = [_plain(v) for v in value]
+    read = _read_provider_messages(value)
+    return read if isinstance(read, str) else None
+
+
+def _read_provider_messages(values: Sequence[object]) -> Trajectory | str | None:
+    """A list of OpenAI- or Anthropic-style message dicts as a trajectory; why not (a
+    message that is malformed, a mix of styles); or None, when it is no such list."""
+    raw = [_plain(v) for v in values]
     if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in raw):
         return None
     style = _style(raw)
     if style is None:
         return "it mixes OpenAI-style and Anthropic-style messages"
     try:
-        (Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic)(raw)
-    except (TypeError, ValueError) as exc:
+        return (Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic)(raw)
+    except (TypeError, ValueError) as exc:  # a malformed message
         return str(exc)
-    return None
 
 
 def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropic"] | None:
