@@ -199,8 +199,8 @@ def test_missing_methods_fail_at_class_definition() -> None:
 @pytest.mark.parametrize(
     ("attribute", "value", "message"),
     [
-        ("tags", None, "Bad.tags must be a string or a list of strings, got None"),
-        ("tags", ["a", 1], "Bad.tags must be a string or a list of strings, got ['a', 1]"),
+        ("tags", None, "Bad.tags must be a string, or a list or set of strings, got None"),
+        ("tags", ["a", 1], "Bad.tags must be a string, or a list or set of strings, got ['a', 1]"),
         ("name", 123, "Bad.name must be a string, got int"),
         ("description", ["x"], "Bad.description must be a string, got list"),
     ],
@@ -268,24 +268,28 @@ def test_an_evaluator_file_named_like_a_module_it_would_hide_is_refused(
     assert result.stderr.count("\n") == 1
 
 
-def test_folders_named_env_are_searched_and_eval_files_imported_whatever_their_text(
+def test_folders_named_env_are_searched_unless_they_are_environments(
     write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     write("evals/env/checks.py", _evaluator("Environment"))  # a topic, not a virtualenv
     write("evals/build/checks.py", _evaluator("BuildOutput"))  # skipped: a build's copy
-    # a base class in an installed package shows in no source of the folder
-    write(
-        "lib/sharedlib.py",
-        _evaluator("SharedBase").replace("tags =", "__abstract__ = True\n    tags ="),
-    )
-    write(
-        "evals/refunds_eval.py",
-        "from sharedlib import SharedBase\nclass Refunds(SharedBase):\n    pass\n",
-    )
-    write("evals/notes.py", "raise RuntimeError('never imported')\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
-    assert [s.id for s in discover(["evals"])] == [
-        "evals/env/checks.py::Environment",
-        "evals/refunds_eval.py::Refunds",
-    ]
+    write("evals/conda/conda-meta/history", "")  # a conda environment has no pyvenv.cfg
+    write("evals/conda/lib/site.py", _evaluator("InConda"))
+    assert [s.id for s in discover(["evals"])] == ["evals/env/checks.py::Environment"]
+
+
+def test_tags_given_as_a_set_are_kept_in_order() -> None:
+    class Tagged(BaseEvaluator):
+        tags = {"smoke", "refunds"}  # type: ignore[assignment]
+
+        def get_dataset(self) -> list[object]:
+            return []
+
+        def run(self, item: object) -> object:
+            return item
+
+        def evaluate(self, output: object, item: object) -> None:
+            pass
+
+    assert Tagged.tags == ("refunds", "smoke")

@@ -59,12 +59,12 @@ class ItemContext:
             self.spent(self)
 
     def spent_by_agent(self, carried: Usage = ZERO_USAGE) -> Usage:
-        """The item's agent usage: what ``report_usage`` added, plus the usage the output's
-        trajectory ``carried`` or, if it carries none, what agent calls were seen to spend."""
-        extra = carried if carried else self.agent_calls_usage
-        if not extra:
-            return self.agent_usage  # (ZERO_USAGE itself, for an item that spent nothing)
-        return self.agent_usage + extra if self.agent_usage else extra
+        """The item's agent usage: what ``report_usage`` added plus the usage the output's
+        trajectory ``carried``; when neither says anything, what the agent calls were seen
+        to spend (``report_usage`` of a ToolAgent's usage would count it twice)."""
+        if carried:
+            return self.agent_usage + carried if self.agent_usage else carried
+        return self.agent_usage or self.agent_calls_usage  # (ZERO_USAGE itself: nothing)
 
     def add_agent_usage(self, usage: Usage) -> None:
         """Account the agent's own usage (``report_usage``) to this item."""

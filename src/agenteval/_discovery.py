@@ -16,12 +16,11 @@ from ._errors import DiscoveryError
 from ._evaluator import BaseEvaluator
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
-"""Folders a folder's search never enters (virtualenvs are known by their ``pyvenv.cfg``,
-whatever their name; hidden folders are skipped too). Given as a PATH, they are searched."""
+"""Folders a folder's search never enters (environments are known by their ``pyvenv.cfg``
+or ``conda-meta``, whatever their name; hidden folders are skipped too). Given as a PATH,
+they are searched."""
 
-_EVAL_FILE = re.compile(r"(^eval_.*|.*_evals?)\.py$")
-"""Files imported whatever their text says: their evaluators may derive from a base class
-in an installed package, which no source in the folder shows."""
+_ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
 
 _on_path: set[Path] = set()
 """The evaluator folders put on ``sys.path`` so far."""
@@ -67,7 +66,9 @@ def _candidate_files(folder: Path) -> list[Path]:
         if any(p.startswith(".") or p in _SKIP_DIRS for p in rel[:-1]):
             continue
         if any(
-            (folder / Path(*rel[:i])).joinpath("pyvenv.cfg").exists() for i in range(1, len(rel))
+            (folder / Path(*rel[:i]) / mark).exists()
+            for i in range(1, len(rel))
+            for mark in _ENVIRONMENT_MARKS
         ):
             continue
         helper = path.name.startswith("_")  # never imported: read for its classes only
@@ -89,11 +90,7 @@ def _candidate_files(folder: Path) -> list[Path]:
         path
         for path, text in texts.items()
         if not path.name.startswith("_")
-        and (
-            "BaseEvaluator" in text
-            or any(bases & names for _, bases in classes[path])
-            or _EVAL_FILE.match(path.name)
-        )
+        and ("BaseEvaluator" in text or any(bases & names for _, bases in classes[path]))
     ]
 
 
@@ -181,24 +178,39 @@ def _forget_helpers_of_other_folders(folder: Path) -> None:
     """Forget the modules another evaluator folder's files imported from that folder
     under a name ``folder`` has a module of, too (``_support.py`` in both): the files of
     ``folder`` then import their own, and those that imported the other keep it."""
+    if len(_on_path) < 2:
+        return  # no other folder's modules to forget
     forgotten = set()
-    for name, module in list(sys.modules.items()):
-        if "." in name:
-            continue
-        source = getattr(module, "__file__", None)
+    for name in _module_names(folder) & sys.modules.keys():
+        source = getattr(sys.modules[name], "__file__", None)
         if not source:
             continue
         where = Path(source).resolve().parent
         if where.name == name:  # a package: its folder's parent is the folder on the path
             where = where.parent
-        if where in _on_path and where != folder and _has_module(folder, name):
+        if where in _on_path and where != folder:
             forgotten.add(name)
     for name in [n for n in sys.modules if n.partition(".")[0] in forgotten]:
         del sys.modules[name]
 
 
-def _has_module(folder: Path, name: str) -> bool:
-    return (folder / f"{name}.py").is_file() or (folder / name).is_dir()
+_names_in: dict[Path, set[str]] = {}
+
+
+def _module_names(folder: Path) -> set[str]:
+    """The names ``folder`` has modules (``x.py``) and packages (``x/``) of; read once."""
+    names = _names_in.get(folder)
+    if names is None:
+        try:
+            names = {
+                p.stem if p.suffix == ".py" else p.name
+                for p in folder.iterdir()
+                if p.suffix == ".py" or (p.is_dir() and p.name.isidentifier())
+            }
+        except OSError:
+            names = set()
+        _names_in[folder] = names
+    return names
 
 
 def _line_in(exc: BaseException, path: Path) -> int | None:

@@ -29,7 +29,9 @@ def _check_class_attributes(cls: type) -> None:
             f"{cls.__name__}.description must be a string, got {type(description).__name__}"
         )
     if not isinstance(tags, (tuple, list)) or not all(isinstance(t, str) for t in tags):
-        raise TypeError(f"{cls.__name__}.tags must be a string or a list of strings, got {tags!r}")
+        raise TypeError(
+            f"{cls.__name__}.tags must be a string, or a list or set of strings, got {tags!r}"
+        )
 
 
 class BaseEvaluator:
@@ -61,8 +63,11 @@ class BaseEvaluator:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if isinstance(cls.__dict__.get("tags"), str):
-            cls.tags = (cls.__dict__["tags"],)  # `tags = "smoke"` means one tag, not five
+        own = cls.__dict__.get("tags")
+        if isinstance(own, str):
+            cls.tags = (own,)  # `tags = "smoke"` means one tag, not five
+        elif isinstance(own, (set, frozenset)):
+            cls.tags = tuple(sorted(own, key=str))
         _check_class_attributes(cls)
         if cls.__dict__.get("__abstract__", False):
             return

@@ -11,9 +11,10 @@ import contextlib
 import inspect
 import os
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -49,30 +50,40 @@ class HardStop(BaseException):
     """Raised by the signal handler on a second interrupt: stop at once, not per item."""
 
 
+IN_PROCESS = (
+    "(the items run in agenteval's process): use --executor fork to run such code in a "
+    "process of its own"
+)
+"""What ``ProcessExit`` advises where items run in agenteval's own process."""
+
+
 class ProcessExit(SystemExit):
     """Raised instead of ending the process when code run in it calls ``os._exit``."""
 
-    def __init__(self, code: int) -> None:
+    def __init__(self, code: int, advice: str = IN_PROCESS) -> None:
         self.status = code
         super().__init__(
-            f"os._exit({code}) was called, which would have ended the whole run (the items "
-            f"run in agenteval's process): use --executor fork to run such code in a "
-            f"process of its own"
+            f"os._exit({code}) was called, which would have ended the whole run {advice}"
         )
 
 
 @contextmanager
-def guarding_exit() -> Iterator[None]:
+def guarding_exit(
+    threads: Collection[str] | None = None, advice: str = IN_PROCESS
+) -> Iterator[None]:
     """While items run in this process (and the hooks around them): ``os._exit`` raises
     :class:`ProcessExit` in its caller, so that the run goes on to its verdict; an item
-    that calls it is ``crashed``, as in a process of its own. Processes the items fork
-    exit as they would."""
+    that calls it is ``crashed``, as in a process of its own. Only in the thread that
+    entered this, or those named in ``threads``: another thread's ``os._exit`` (a
+    watchdog's) ends the process as it means to. Processes the items fork exit as they
+    would."""
     real, ours = os._exit, os.getpid()
+    guarded = {threading.current_thread().name} if threads is None else set(threads)
 
     def _exit(status: int) -> NoReturn:
-        if os.getpid() != ours:
+        if os.getpid() != ours or threading.current_thread().name not in guarded:
             real(status)
-        raise ProcessExit(status)
+        raise ProcessExit(status, advice)
 
     os._exit = _exit
     try:

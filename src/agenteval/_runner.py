@@ -141,24 +141,44 @@ class _Drivers:
                 self._errors[error] = self._errors.get(error, 0) + 1
 
 
-_MODEL_SETTINGS = ("AGENTEVAL_JUDGE_MODEL", "AGENTEVAL_AGENT_MODEL")
+_MODEL_SETTINGS = {  # llm._factory's settings, named here: the model layer costs 0.3 s
+    "AGENTEVAL_JUDGE_MODEL": ("Judge", "default_judge_model"),
+    "AGENTEVAL_AGENT_MODEL": ("default_agent_model",),
+}
+"""Each setting, and the words by which an evaluator's source shows it may use it."""
 
 
-def _build_models_named_in_the_environment() -> None:
+def _build_models_named_in_the_environment(spec: EvaluatorSpec) -> None:
     """Build the judge and agent models ``AGENTEVAL_JUDGE_MODEL`` / ``AGENTEVAL_AGENT_MODEL``
-    name, before items are forked: built in each child (a judge made without a model, in
-    ``evaluate``), each would import the SDK and make its first calls anew. A bad setting
-    is left to the items that use it to report."""
-    # (llm._factory's settings, named here: importing the model layer costs 0.3 s)
-    if not any(os.environ.get(v, "").strip() for v in _MODEL_SETTINGS):
+    name, before the items of an evaluator that may use them are forked: built in each
+    child (a judge made without a model, in ``evaluate``), each would import the SDK and
+    make its first calls anew. An evaluator whose file names no judge is spared the cost.
+    A bad setting is left to the items that use it to report."""
+    wanted = [v for v in _MODEL_SETTINGS if os.environ.get(v, "").strip()]
+    if not wanted:
+        return
+    try:
+        source = Path(spec.file).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        source = ""
+    wanted = [v for v in wanted if any(word in source for word in _MODEL_SETTINGS[v])]
+    if not wanted:
         return
     from .llm import _factory
 
-    assert _MODEL_SETTINGS == (_factory.JUDGE_MODEL_ENV, _factory.AGENT_MODEL_ENV)
-
-    for build in (_factory.default_judge_model, _factory.default_agent_model):
+    builders = {
+        _factory.JUDGE_MODEL_ENV: _factory.default_judge_model,
+        _factory.AGENT_MODEL_ENV: _factory.default_agent_model,
+    }
+    for variable in wanted:
         with suppress(Exception):
-            build()
+            builders[variable]()
+
+
+_IN_THE_PARENT = (
+    "(set_up, get_dataset, tear_down and output drivers run in agenteval's process): "
+    "raise an exception to report a problem"
+)
 
 
 def _ctrl_c_raises() -> bool:
@@ -359,7 +379,7 @@ class _Run:
             return None
         if self.forks:
             prepare_call_sites(state.spec.cls)
-            _build_models_named_in_the_environment()
+            _build_models_named_in_the_environment(state.spec)
             clients = sys.modules.get("agenteval.llm._client")
             if clients is not None:  # models were built: rehearse their calls here
                 cls = state.spec.cls
@@ -966,7 +986,8 @@ def run_evaluations(
                     jr.manifest,
                     specs,
                     retrying=bool(retry_errors),
-                    everything=not (filter or tags),
+                    # (classes passed in code are a selection of their own)
+                    everything=not (filter or tags or any(isinstance(p, type) for p in paths)),
                 )
             # a record counts as done unless it was cancelled (or, retrying, it errored)
             redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}
@@ -1000,7 +1021,7 @@ def run_evaluations(
     run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
     # os._exit in a driver hook (or anything else of the parent's) is that code's failure,
     # not the end of the run: under fork too, where items are no longer in this process
-    with guarding_exit():
+    with guarding_exit(advice=_IN_THE_PARENT):
         with _handling(partial(_while_starting, stop)):  # a driver's start_run may be slow
             driver_set.call(
                 "start_run",

@@ -482,3 +482,35 @@ def test_a_signal_once_the_run_is_over_keeps_its_exit_code(cli: Any) -> None:
     result = cli.finish(proc, started)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "KeyboardInterrupt" not in result.stderr
+
+
+WATCHDOG = """
+import os, threading, time
+from agenteval import BaseEvaluator
+
+
+class Watched(BaseEvaluator):
+    def set_up(self):
+        threading.Timer(0.5, os._exit, (7,)).start()  # a watchdog ending the whole process
+
+    def get_dataset(self):
+        return [{"id": "a"}, {"id": "b"}]
+
+    def run(self, item):
+        time.sleep(5)
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+@pytest.mark.parametrize("how", [(), ("-c", "2")])
+def test_os_exit_from_a_thread_of_its_own_ends_the_process_as_it_means_to(
+    cli: Any, how: tuple[str, ...]
+) -> None:
+    # only the code agenteval runs (items, hooks, drivers) has os._exit turned into an error
+    cli.write("watched.py", WATCHDOG)
+    result = cli.run("watched.py", "--no-progress", *how)
+    assert result.returncode == 7, result.stdout + result.stderr
+    assert result.elapsed < 4

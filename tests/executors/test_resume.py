@@ -625,3 +625,20 @@ def test_a_forced_resume_adds_the_evaluators_it_let_in_to_the_run(cli: Any) -> N
     # the renamed evaluator's records are in the run: a resume selecting it finds it there
     again = cli.run("two.py", "-k", "Renamed", "--no-progress", "--resume", run_id)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_resuming_some_of_the_classes_passed_in_code_is_a_selection(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run_evaluations([A, B]), then a resume of [A]: B is not selected, not gone
+    from agenteval import run_evaluations
+
+    cli.write("two.py", TWO_EVALUATORS)
+    monkeypatch.chdir(cli.root)
+    monkeypatch.syspath_prepend(str(cli.root))
+    import two  # type: ignore[import-not-found]
+
+    first = run_evaluations([two.First, two.Second], outputs=[])
+    resumed = run_evaluations([two.First], resume=first.id, outputs=[])
+    assert resumed.exit_code == 0
+    assert any("only the selected evaluators are resumed" in n for n in resumed.notices)

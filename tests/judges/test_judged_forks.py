@@ -217,6 +217,7 @@ def test_an_agent_that_never_returns_its_trajectory_keeps_its_usage(
 BUILT_BEFORE_THE_FORK = """
 from agenteval import BaseEvaluator
 from agenteval.assertions import StringContains
+from agenteval.judges import CorrectnessJudge  # (a judge may be made without a model)
 
 
 class Built(BaseEvaluator):
@@ -246,3 +247,9 @@ def test_the_judge_model_named_in_the_environment_is_built_before_items_fork(
     broken = cli("run", "built_eval.py", "-c", "2", env={"AGENTEVAL_JUDGE_MODEL": "nonsense"})
     assert broken.code == 1, broken
     assert "built in the parent: False" in broken.stdout
+    # an evaluator whose file names no judge is spared the model's cost
+    unjudged = "\n".join(line for line in BUILT_BEFORE_THE_FORK.splitlines() if "Judge" not in line)
+    write("unjudged_eval.py", unjudged)
+    spared = cli("run", "unjudged_eval.py", "-c", "2", env={"AGENTEVAL_JUDGE_MODEL": judge})
+    assert spared.code == 1, spared
+    assert "built in the parent: False" in spared.stdout

@@ -6,6 +6,8 @@ pydantic and rich load when a command actually runs.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -356,6 +358,8 @@ def _normalise_resume(argv: list[str]) -> list[str]:
         out.append(arg)
         if arg == "--resume":
             nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if nxt is not None and not nxt.strip():  # `--resume "$RUN_ID"`, empty: refused
+                continue
             if nxt is None or nxt.startswith("-") or (Path(nxt).exists() and not _is_run(nxt)):
                 out.append(_LATEST)  # (not a run's folder: one of the paths to run)
     return out
@@ -423,10 +427,18 @@ def main() -> None:
             message = f"agenteval: error: {exc.format_message()} (see `{command} --help`)"
             typer.echo(message, err=True)
             code = getattr(exc, "exit_code", 2)
+    code = code if isinstance(code, int) else 0
     import signal
 
-    # the run is over and its files are written: a late Ctrl-C must not turn its exit code
-    # into a death by signal, or a traceback
+    # the run is over and its files are written: a late Ctrl-C or SIGTERM ends the exit
+    # at once (exit handlers, threads left waited for) with the run's own code, not by a
+    # death by signal or a traceback
+    def leave_now(_signum: int, _frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
     for late in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(late, signal.SIG_IGN)
-    exit_with(code if isinstance(code, int) else 0)
+        signal.signal(late, leave_now)
+    exit_with(code)

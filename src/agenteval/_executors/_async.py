@@ -99,6 +99,10 @@ class _Abandoned(BaseException):
     awaits (blocking C code it cannot free)."""
 
 
+_LOOP_THREAD = "agenteval-async"
+"""The thread the event loop (and so every item) runs in."""
+
+
 class AsyncExecutor(Executor):
     """Up to ``concurrency`` items at once on one event loop."""
 
@@ -106,7 +110,7 @@ class AsyncExecutor(Executor):
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run the tasks on a fresh event loop in its own thread; supervise from this one."""
-        with guarding_exit():
+        with guarding_exit((threading.current_thread().name, _LOOP_THREAD)):
             self._run(tasks, on_result, stop)
 
     def _run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
@@ -298,7 +302,7 @@ class _ItemLoop:
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
         self.loop = _new_loop()
-        self._thread = threading.Thread(target=self._main, name="agenteval-async", daemon=True)
+        self._thread = threading.Thread(target=self._main, name=_LOOP_THREAD, daemon=True)
         self._thread.start()
 
     # -- called from the main thread --------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -58,24 +57,35 @@ class StopState:
     holding: int = 0  # inside ``held``: a stop at once waits for its end
     held_stop: str | None = None  # the signal of a stop at once that waits
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self) -> _Held:
         """A stop at once that comes meanwhile is raised at the end, not inside: what is
         taken in there (a record read off a pipe) is then kept, not lost half-way."""
-        self.holding += 1
-        try:
-            yield
-        finally:
-            self.holding -= 1
-        if not self.holding and self.held_stop is not None:
-            name, self.held_stop = self.held_stop, None
-            raise HardStop(name)
+        return _Held(self)
 
     @property
     def cut_off(self) -> str:
         """Why an item stopped at once was cut off: the grace period ran out, or a second
         interrupt came."""
         return CANCELLED if self.expired else STOPPED
+
+
+class _Held:
+    """``StopState.held``: a class, not a generator, as it wraps every read of a pipe."""
+
+    __slots__ = ("stop",)
+
+    def __init__(self, stop: StopState) -> None:
+        self.stop = stop
+
+    def __enter__(self) -> None:
+        self.stop.holding += 1
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        stop = self.stop
+        stop.holding -= 1
+        if kind is None and not stop.holding and stop.held_stop is not None:
+            name, stop.held_stop = stop.held_stop, None
+            raise HardStop(name)
 
 
 Isolation = Literal["item", "worker"]
