@@ -1183,7 +1183,9 @@ def test_cli_an_option_given_another_option_as_its_value_is_refused(
     assert result.stderr == f"agenteval: error: {message} (see `agenteval run --help`)\n"
 
 
-@pytest.mark.parametrize("args", [["--resume="], ["--retry-errors", ""], ["--resume", " "]])
+@pytest.mark.parametrize(
+    "args", [["--resume="], ["--resume", ""], ["--retry-errors", ""], ["--resume", " "]]
+)
 def test_cli_an_empty_run_id_is_refused_not_a_fresh_run(
     cli: Cli, write: Write, tmp_path: Path, args: list[str]
 ) -> None:
