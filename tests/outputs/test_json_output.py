@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 import agenteval
 from agenteval import BaseEvaluator, run_evaluations
@@ -144,3 +145,22 @@ def test_json_output_into_a_pipe_writes_into_it(tmp_path: Path) -> None:
     assert len(received) == 1
     assert fifo.is_fifo()  # not replaced by a regular file (as /dev/stdout must not be)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.fifo"]
+
+
+def test_json_output_into_a_pipe_nobody_reads_fails_instead_of_blocking_for_good(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import time
+
+    from agenteval.outputs import _json
+
+    monkeypatch.setattr(_json, "FIFO_WAIT", 0.3)
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    summary = run_evaluations([MixedEvaluator], outputs=[JsonOutput(fifo)], journal=False)
+    assert time.monotonic() - started < 5
+    (failure,) = summary.driver_errors
+    assert f"no process read the named pipe {str(fifo)!r} within 0.3 s" in failure
+    assert summary.exit_code == 2

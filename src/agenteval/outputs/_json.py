@@ -61,7 +61,7 @@ class JsonOutput(OutputDriver):
                 return
             self._streamed = True
             if stream is None:
-                with open(self._target, "w", encoding="utf-8") as fh:
+                with _open_special(self._target) as fh:
                     write_document(run, fh)
                 return
             stream.flush()
@@ -116,6 +116,36 @@ def _kind(path: str | Path) -> str:
     if stat.S_ISDIR(mode):
         return "folder"
     return "file" if stat.S_ISREG(mode) else "special"
+
+
+FIFO_WAIT = 10.0
+"""Seconds the report waits for a process to read the named pipe it is sent into."""
+
+
+def _open_special(path: Path) -> IO[str]:
+    """A device, or a named pipe, opened to write the report into. A pipe nobody reads
+    would block the end of the run for good: its reader gets ``FIFO_WAIT`` seconds to
+    come, then the report is this driver's failure."""
+    if not stat.S_ISFIFO(os.stat(path).st_mode):
+        return open(path, "w", encoding="utf-8")
+    import errno
+    import time
+
+    deadline = time.monotonic() + FIFO_WAIT
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
+                if exc.errno == errno.ENXIO:
+                    raise OSError(
+                        f"no process read the named pipe {str(path)!r} within {FIFO_WAIT:g} s"
+                    ) from None
+                raise
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)
+        return open(fd, "w", encoding="utf-8")
 
 
 def _own_stream(path: str | Path) -> IO[str] | None:
