@@ -852,11 +852,11 @@ def _check_unchanged(
     if everything and not moved:  # (from another folder, every id differs: said below)
         # its file deleted, or a file run now that no longer defines it (a file not given
         # now is not selected: a notice says so)
-        files = {spec.file for spec in specs}
+        files, ids = {spec.file for spec in specs}, {spec.id for spec in specs}
         gone = sorted(
             e
             for e, entry in recorded.items()
-            if e not in {spec.id for spec in specs}
+            if e not in ids
             and (entry.get("file") in files or not Path(str(entry.get("file"))).exists())
         )
         changes.extend(f"{e} is gone (its file was removed, or no longer defines it)" for e in gone)
