@@ -204,6 +204,26 @@ def test_openai_model_structured_output_uses_response_format(
     }
 
 
+def test_openai_model_asks_for_strict_structured_output_where_the_schema_allows_it(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    # every object requiring all its properties and allowing no others: the judges' and
+    # the simulator's schemas; OpenAI then holds the reply to the schema
+    closed = {**SCHEMA, "additionalProperties": False}
+    fake_provider.add({"score": 0.4, "reasoning": "Partly right."})
+    make().complete(ModelRequest(messages=[Message.user("Judge")], json_schema=closed))
+    assert fake_provider.requests[0].json["response_format"]["json_schema"]["strict"] is True
+    # a keyword strict mode may refuse: sent without it (a 400 would turn structured output
+    # off for the model)
+    bounded = {
+        **closed,
+        "properties": {**SCHEMA["properties"], "reasoning": {"type": "string", "maxLength": 80}},
+    }
+    fake_provider.add({"score": 0.4, "reasoning": "Partly right."})
+    make().complete(ModelRequest(messages=[Message.user("Judge")], json_schema=bounded))
+    assert "strict" not in fake_provider.requests[1].json["response_format"]["json_schema"]
+
+
 def test_openai_model_falls_back_to_json_in_the_prompt_and_remembers(
     fake_provider: FakeProvider, make: MakeModel
 ) -> None:

@@ -239,10 +239,10 @@ class OpenAIModel(SdkClients):
                 for t in request.tools
             ]
         if request.json_schema is not None and not json_in_prompt:
-            params["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.json_schema},
-            }
+            described: dict[str, Any] = {"name": request.schema_name, "schema": request.json_schema}
+            if _strict_ok(request.json_schema):  # the reply is then held to the schema
+                described["strict"] = True
+            params["response_format"] = {"type": "json_schema", "json_schema": described}
         return params
 
     def _classifier(self) -> Classifier:
@@ -365,6 +365,36 @@ def _tokens(counts: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     return int(value) if 0 <= value < 1e12 else 0  # (no reply has a trillion tokens)
+
+
+_NOT_IN_STRICT_MODE = frozenset(
+    {
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+        "uniqueItems", "patternProperties", "minProperties", "maxProperties",
+    }
+)  # fmt: skip
+
+
+def _strict_ok(schema: Any) -> bool:
+    """Whether OpenAI's strict structured output takes ``schema`` as it is: every object
+    requires all its properties and allows no others, and no keyword strict mode may
+    refuse is used (refused, the 400 would turn structured output off for the model).
+    The judges' and the simulator's schemas are."""
+    if isinstance(schema, dict):
+        if _NOT_IN_STRICT_MODE & schema.keys():
+            return False
+        if schema.get("type") == "object":
+            properties = schema.get("properties")
+            if not isinstance(properties, dict) or schema.get("additionalProperties") is not False:
+                return False
+            if sorted(schema.get("required") or []) != sorted(properties):
+                return False
+            return all(_strict_ok(p) for p in properties.values())
+        return all(_strict_ok(v) for k, v in schema.items() if k not in ("enum", "const"))
+    if isinstance(schema, list):
+        return all(_strict_ok(v) for v in schema)
+    return True
 
 
 def _create(client: openai.OpenAI, params: dict[str, Any], fallback: bool) -> ChatCompletion:
