@@ -316,9 +316,8 @@ _RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}$")
 def _evaluators_of(run_dir: Path) -> set[str] | None:
     """The ids of the evaluators a run's manifest lists; None when it cannot be read."""
     try:
-        with open(run_dir / "manifest.json", encoding="utf-8") as fh:
-            listed = json.load(fh).get("evaluators")
-    except (OSError, ValueError, AttributeError):
+        listed = read_manifest(run_dir).get("evaluators")
+    except JournalError:
         return None
     return set(listed) if isinstance(listed, dict) else None
 

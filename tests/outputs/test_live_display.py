@@ -43,6 +43,12 @@ def write_evaluators(root: Path, count: int, items: int = 3, lines: int = 50) ->
         (root / "evals" / f"e{n:03d}_eval.py").write_text(source)
 
 
+def write_evaluator(root: Path, name: str, source: str) -> None:
+    """``evals/NAME.py`` under ``root``, holding ``source`` (dedented)."""
+    (root / "evals").mkdir()
+    (root / "evals" / f"{name}.py").write_text(textwrap.dedent(source))
+
+
 def run_on_a_terminal(
     root: Path, *args: str, columns: int = 80, linger: float = 0, **extra_env: str
 ) -> tuple[int, str]:
@@ -111,8 +117,7 @@ LONG_NAME = """
 def test_a_long_name_is_cut_short_and_the_counts_and_eta_always_show(
     tmp_path: Path, columns: int
 ) -> None:
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "long_eval.py").write_text(textwrap.dedent(LONG_NAME))
+    write_evaluator(tmp_path, "long_eval", LONG_NAME)
     code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs", columns=columns)
     assert code == 0, raw
     erased = raw.replace("\x1b[2K", "\n").replace("\r", "\n")
@@ -177,8 +182,7 @@ PAST_SYS_STDOUT = """
 def test_what_bypasses_sys_stdout_shows_above_the_bars_too(tmp_path: Path) -> None:
     # a subprocess, os.write, a logging handler made at import: none goes through
     # sys.stdout, and each would be glued to the bar line, then erased with it
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "fd_eval.py").write_text(textwrap.dedent(PAST_SYS_STDOUT))
+    write_evaluator(tmp_path, "fd_eval", PAST_SYS_STDOUT)
     code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs")
     assert code == 0, raw
     assert "━" in raw
@@ -214,8 +218,7 @@ OUTLIVES = """
 
 def test_a_program_that_outlives_the_bars_still_writes_to_the_terminal(tmp_path: Path) -> None:
     # its stdout is the display's pipe: closed with the run, it would die of SIGPIPE
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "outlives_eval.py").write_text(textwrap.dedent(OUTLIVES))
+    write_evaluator(tmp_path, "outlives_eval", OUTLIVES)
     code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs", linger=3)
     assert code == 0, raw
     assert raw.endswith("late\r\n")  # after the verdict, once agenteval has exited
@@ -241,8 +244,7 @@ CRASHES = """
 
 
 def test_a_forked_items_crash_dump_is_in_its_record_not_over_the_bars(tmp_path: Path) -> None:
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "crashes_eval.py").write_text(textwrap.dedent(CRASHES))
+    write_evaluator(tmp_path, "crashes_eval", CRASHES)
     args = ("evals", "-c", "2", "--runs-dir", "runs", "--output-json", "out.json")
     code, raw = run_on_a_terminal(tmp_path, *args, PYTHONFAULTHANDLER="1")
     assert code == 2, raw
@@ -313,8 +315,7 @@ def test_a_terminal_that_hangs_up_mid_run_loses_nothing_and_blocks_no_writer(
     import signal
     import time
 
-    (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "talks_eval.py").write_text(textwrap.dedent(HANGS_UP))
+    write_evaluator(tmp_path, "talks_eval", HANGS_UP)
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child execs the CLI
         os.chdir(tmp_path)

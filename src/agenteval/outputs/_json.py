@@ -134,18 +134,16 @@ def _open_special(path: Path) -> IO[str]:
     deadline = time.monotonic() + FIFO_WAIT
     while True:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: no reader yet
+            break
         except OSError as exc:
-            if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
-                if exc.errno == errno.ENXIO:
-                    raise OSError(
-                        f"no process read the named pipe {str(path)!r} within {FIFO_WAIT:g} s"
-                    ) from None
+            if exc.errno != errno.ENXIO:
                 raise
-            time.sleep(0.05)
-            continue
-        os.set_blocking(fd, True)
-        return open(fd, "w", encoding="utf-8")
+        if time.monotonic() >= deadline:
+            raise OSError(f"no process read the named pipe {str(path)!r} within {FIFO_WAIT:g} s")
+        time.sleep(0.05)
+    os.set_blocking(fd, True)
+    return open(fd, "w", encoding="utf-8")
 
 
 def _own_stream(path: str | Path) -> IO[str] | None:
