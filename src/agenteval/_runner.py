@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import signal
 import sys
 import threading
@@ -69,7 +68,7 @@ from ._results import (
     Stage,
     SummaryBuilder,
 )
-from ._serialize import placeholder, to_jsonable
+from ._serialize import placeholder, to_jsonable, without_addresses
 from ._version import __version__
 from .outputs._base import OutputDriver, RunInfo
 
@@ -261,9 +260,9 @@ def _alike(then: Any, now: Any) -> bool:
         if then.keys() != now.keys():
             return False
         if then.keys() == _PLACEHOLDER_KEYS:
-            return bool(then["unserializable"] == now["unserializable"]) and _ADDRESS.sub(
-                "", str(then["repr"])
-            ) == _ADDRESS.sub("", str(now["repr"]))
+            return bool(then["unserializable"] == now["unserializable"]) and without_addresses(
+                str(then["repr"])
+            ) == without_addresses(str(now["repr"]))
         return all(_alike(v, now[k]) for k, v in then.items())
     if isinstance(then, list) and isinstance(now, list):
         return len(then) == len(now) and all(_alike(a, b) for a, b in zip(then, now, strict=True))
@@ -271,7 +270,6 @@ def _alike(then: Any, now: Any) -> bool:
 
 
 _PLACEHOLDER_KEYS = placeholder(None).keys()
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def _dataset_len(dataset: Any) -> int | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -36,8 +38,20 @@ def placeholder(value: object, text: str | None = None) -> dict[str, str]:
     except Exception as exc:  # a broken __repr__ must not lose the item
         text = f"<repr failed: {type(exc).__name__}>"
     if len(text) > _REPR_LIMIT:
-        text = text[: _REPR_LIMIT - 1] + "…"
+        # what is cut off still tells two values apart (a resume compares placeholders)
+        whole = without_addresses(text).encode("utf-8", "surrogatepass")
+        tail = f"… (sha256 {hashlib.sha256(whole).hexdigest()[:16]})"
+        text = text[: _REPR_LIMIT - len(tail)] + tail
     return {"unserializable": f"{cls.__module__}.{cls.__qualname__}", "repr": text}
+
+
+def without_addresses(text: str) -> str:
+    """A ``repr`` without the memory addresses in it (``<Agent at 0x7f…>``), which differ
+    from one process to the next."""
+    return _ADDRESS.sub("", text)
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
 def to_jsonable(value: Any, _depth: int = 0) -> Any:

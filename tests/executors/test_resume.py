@@ -495,7 +495,8 @@ from agenteval import BaseEvaluator
 class Opaque(BaseEvaluator):
     def get_dataset(self):  # rows agenteval cannot fingerprint: from code, not a file
         return [
-            {"id": "blob", "input": os.environ["BLOB"].encode()},
+            # (past the 200 characters of a placeholder's repr)
+            {"id": "blob", "input": b"x" * 300 + os.environ["BLOB"].encode()},
             {"id": "price", "input": decimal.Decimal(os.environ["PRICE"])},
             {"id": "agent", "input": object()},  # (its repr holds an address)
         ]
@@ -509,7 +510,8 @@ class Opaque(BaseEvaluator):
 
 
 def test_resume_runs_again_rows_whose_input_without_json_form_changed(cli: Any) -> None:
-    # bytes and Decimal were taken as unchanged whatever their value: the old results stayed
+    # bytes and Decimal were taken as unchanged whatever their value, and a long one
+    # whatever came after its first 200 characters: the old results stayed
     cli.write("opaque.py", OPAQUE_ROWS)
     first = cli.run("opaque.py", "--no-progress", env={"BLOB": "v1", "PRICE": "1.00"})
     assert first.returncode == 0, first.stdout + first.stderr
