@@ -561,3 +561,30 @@ def test_trajectory_with_digested_payloads_keeps_names_order_and_decisions() -> 
     assert "Above the auto-approve threshold" not in str([m.content for m in tool_messages])
     assert json.loads(search.result)["shape"] == "str"
     assert trajectory.final_answer() == "Sorry, I cannot process this refund automatically."
+
+
+def test_trajectory_from_anthropic_cited_text_and_server_tools() -> None:
+    from anthropic.types import ServerToolUseBlock, TextBlock, WebSearchToolResultBlock
+
+    # cited text comes in several blocks; the server's own tools sit in the same message
+    blocks = [
+        ServerToolUseBlock(type="server_tool_use", id="s1", name="web_search", input={"q": "x"}),
+        WebSearchToolResultBlock.model_validate(
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "s1",
+                "content": {"type": "web_search_tool_result_error", "error_code": "unavailable"},
+            }
+        ),
+        TextBlock(type="text", text="The capital of France is "),
+        TextBlock(type="text", text="Paris", citations=[]),
+        TextBlock(type="text", text="."),
+    ]
+    trajectory = Trajectory.from_anthropic(
+        [{"role": "user", "content": "capital?"}, {"role": "assistant", "content": blocks}]
+    )
+    assert trajectory.final_answer() == "The capital of France is Paris."
+    assert trajectory.step_count() == 1  # one model call
+    (call,) = trajectory.tool_calls("web_search")
+    assert (call.id, call.inputs, call.is_error) == ("s1", {"q": "x"}, True)
+    assert "unavailable" in str(call.result)

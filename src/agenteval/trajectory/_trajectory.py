@@ -110,7 +110,9 @@ class Trajectory(BaseModel):
         """A trajectory from an Anthropic Messages API message list.
 
         Assistant content blocks ``tool_use`` become tool calls; ``tool_result`` blocks in
-        user messages become tool results (``is_error`` kept). ``system`` (given to the API
+        user messages become tool results (``is_error`` kept). Server tools
+        (``server_tool_use`` and its ``web_search_tool_result``, in the assistant's message)
+        are tool calls too; the assistant's text blocks are joined as they are. ``system`` (given to the API
         separately) becomes a leading system message. Messages may be dicts or SDK objects;
         an optional ``usage`` key on an assistant message and ``approval`` /
         ``approval_reason`` keys on a ``tool_use`` block are read when present.
@@ -661,21 +663,7 @@ def _from_anthropic(raw: Any, i: int) -> list[Message]:
         raise ValueError(f"{where}: 'content' must be a string or a list of blocks")
     blocks = [_plain(b) for b in content]
     if role == "assistant":
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        for j, block in enumerate(blocks):
-            if _field(block, "type") == "tool_use":
-                fields: dict[str, Any] = {
-                    "id": str(_field(block, "id") or f"toolu_{i}_{j}"),
-                    "name": str(_field(block, "name")),
-                    "inputs": _arguments(_field(block, "input"), f"{where}, block #{j}"),
-                }
-                fields.update(_approval(block))
-                calls.append(ToolCall(**fields))
-            else:
-                texts.append(_parts_text([block], where))
-        text = "\n".join(t for t in texts if t)
-        return [Message.assistant(text, calls, _usage(raw.get("usage"), where))]
+        return _anthropic_reply(blocks, raw, i)
     out: list[Message] = []
     others = []
     for block in blocks:
@@ -690,3 +678,35 @@ def _from_anthropic(raw: Any, i: int) -> list[Message]:
     if others:
         out.append(Message(role=role, content=_parts_text(others, where)))
     return out
+
+
+def _anthropic_reply(blocks: list[Any], raw: Any, i: int) -> list[Message]:
+    """An assistant message's blocks: its text (blocks joined as they are: cited text
+    comes in several), its tool calls, then the results of the server's own tools
+    (``server_tool_use`` and ``web_search_tool_result`` and their kin, in the same message)."""
+    where = f"Trajectory.from_anthropic: message #{i}"
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    for j, block in enumerate(blocks):
+        kind = str(_field(block, "type"))
+        if kind == "tool_use" or kind.endswith("_tool_use"):
+            fields: dict[str, Any] = {
+                "id": str(_field(block, "id") or f"toolu_{i}_{j}"),
+                "name": str(_field(block, "name")),
+                "inputs": _arguments(_field(block, "input"), f"{where}, block #{j}"),
+            }
+            fields.update(_approval(block))
+            calls.append(ToolCall(**fields))
+        elif kind.endswith("_tool_result") and isinstance(_field(block, "tool_use_id"), str):
+            content = _plain(_field(block, "content"))
+            failed = _field(block, "is_error") or str(_field(content, "type", "")).endswith(
+                "_error"
+            )
+            results.append(
+                Message.tool(str(_field(block, "tool_use_id")), _text(content), bool(failed))
+            )
+        elif kind == "text":
+            texts.append(str(_field(block, "text", "")))
+    reply = Message.assistant("".join(texts), calls, _usage(raw.get("usage"), where))
+    return [reply, *results]
