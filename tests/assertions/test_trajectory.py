@@ -289,6 +289,20 @@ def test_tool_was_called_check_raising_is_named_in_the_failure() -> None:
     )
 
 
+def test_tool_was_called_check_raising_on_every_call_fails_even_times_zero() -> None:
+    # a typo in the key: the guardrail "never more than 100" passed whatever was refunded
+    never_big = ToolWasCalled("refund_order", lambda i: i["amout"] > 100, times=0)
+    result = never_big.evaluate(REFUND)
+    assert (result.passed, result.message) == (
+        False,
+        "Expected tool 'refund_order' to be called with arguments accepted by the check 0 "
+        "time(s), matched 0 of 1 call(s) of 'refund_order' (the check raised KeyError: "
+        "'amout' on every call, so it could not tell: fix the check)",
+    )
+    never_called = Trajectory.from_messages([Message.user("hi"), Message.assistant("hello")])
+    assert never_big.evaluate(never_called).passed  # no call to check: nothing raised
+
+
 def test_tool_was_called_times_counts_matching_calls() -> None:
     trajectory = calls("search_orders", "search_orders")
     assert ToolWasCalled("search_orders", times=2).evaluate(trajectory).passed
@@ -413,8 +427,34 @@ def test_total_tokens_at_most_without_recorded_usage_is_an_error() -> None:
     )
 
 
-def test_total_tokens_at_most_passes_an_empty_conversation() -> None:
-    assert TotalTokensAtMost(0).evaluate(Trajectory()).passed
+def test_total_tokens_at_most_passes_a_conversation_the_agent_never_answered() -> None:
+    assert TotalTokensAtMost(0).evaluate(Trajectory.from_messages([Message.user("hi")])).passed
+
+
+class NeverChatted:
+    def messages(self) -> list[Message]:
+        return []
+
+
+@pytest.mark.parametrize(
+    "assertion",
+    [ToolWasNotCalled("delete_account"), MaxSteps(3), TotalTokensAtMost(10), MaxToolCalls(0)],
+    ids=lambda a: a.name,
+)
+@pytest.mark.parametrize(
+    "empty", [Trajectory(), NeverChatted(), []], ids=["model", "agent", "list"]
+)
+def test_a_conversation_without_messages_fails_every_trajectory_assertion(
+    assertion: Any, empty: Any
+) -> None:
+    # a Conversation returned without .run(): its guardrails passed on nothing
+    result = assertion.evaluate(empty)
+    assert (result.passed, result.message) == (
+        False,
+        f"{assertion.name} was given a conversation without a single message, which cannot "
+        f"show what the agent did: run it (return Conversation(...).run()) or record its "
+        f"messages",
+    )
 
 
 def test_step_count_is_exact() -> None:
@@ -507,3 +547,25 @@ def test_trajectory_assertion_names_are_class_names() -> None:
         "StepCount",
         "MaxSteps",
     ]
+
+
+def test_failure_messages_list_at_most_twenty_calls() -> None:
+    # an agent that looped through 500 calls made messages of 35 KB, in every report
+    looped = Trajectory.from_messages(
+        [
+            Message.assistant("", [ToolCall(id=f"c{i}", name="search", inputs={"page": i})])
+            for i in range(500)
+        ]
+    )
+    shown = [
+        ToolWasCalled("search", {"page": -1}),
+        ToolWasNotCalled("search"),
+        TrajectoryMatches(["search"], mode="unordered"),
+        ToolWasApproved("search"),
+        ToolWasCalled("lookup"),
+    ]
+    for assertion in shown:
+        message = assertion.evaluate(looped).message
+        assert len(message) < 1_000 and "… and 480 more" in message, message
+    matches = TrajectoryMatches(["search"], mode="unordered").evaluate(looped)
+    assert len(matches.context["actual"]) == 500  # the context keeps every call

@@ -48,6 +48,14 @@ class Mode(str, enum.Enum):
 def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionResult:
     """``actual`` as a trajectory, or the failure explaining why it is not one."""
     trajectory = as_trajectory(actual)
+    if trajectory is not None and not trajectory.history:
+        # what never ran passes every "was not called" and "at most": it must not
+        return AssertionResult.fail(
+            0.0,
+            f"{assertion.name} was given a conversation without a single message, which "
+            f"cannot show what the agent did: run it (return Conversation(...).run()) or "
+            f"record its messages",
+        )
     if trajectory is not None:
         return trajectory
     from ..trajectory._trajectory import unreadable_message_list
@@ -91,6 +99,23 @@ def _names(calls: Sequence[ToolCall]) -> list[str]:
     return [call.name for call in calls]
 
 
+_SHOWN_CALLS = 20
+"""Calls a failure message lists: an agent that looped through 500 calls must not make one
+of 35 KB (the context keeps every name)."""
+
+
+def _listed(parts: Sequence[str]) -> str:
+    """The first ``_SHOWN_CALLS`` of ``parts``, joined, and how many more there were."""
+    shown = ", ".join(parts[:_SHOWN_CALLS])
+    rest = len(parts) - _SHOWN_CALLS
+    return f"{shown}, … and {rest} more" if rest > 0 else shown
+
+
+def _name_list(names: Sequence[str]) -> str:
+    """Tool names as a list is shown (``['a', 'b']``), cut like :func:`_listed`."""
+    return f"[{_listed([repr(n) for n in names])}]"
+
+
 def _require_name(owner: str, name: object) -> str:
     if not isinstance(name, str) or not name:
         raise TypeError(f"{owner}: name must be a tool name (a non-empty string), got {name!r}")
@@ -110,8 +135,9 @@ class ToolWasCalled(Assertion):
     ``args`` as a dict is a subset match: every listed key must be present and equal,
     extra arguments are allowed. As a callable it receives the call's inputs and returns
     whether they are acceptable; a check that raises on a call (a ``KeyError`` for an
-    argument that call lacks) means that call does not match. ``times`` requires exactly
-    that many matching calls.
+    argument that call lacks) means that call does not match, though a check that raises
+    on every call fails the assertion (it could not tell: ``times=0`` must not pass on a
+    typo). ``times`` requires exactly that many matching calls.
 
     Example::
 
@@ -166,12 +192,21 @@ class ToolWasCalled(Assertion):
         calls = trajectory.tool_calls(self.tool)
         raised: list[Exception] = []
         matching = [c for c in calls if self._matches(c.inputs, raised)]
+        # a check that raised on every call tells nothing (a typo in a key, most often):
+        # "never with amount > 100" must not pass on it
+        blind = bool(calls) and len(raised) == len(calls)
         if self.times is None and matching:
             return AssertionResult.pass_()
-        if self.times is not None and len(matching) == self.times:
+        if self.times is not None and len(matching) == self.times and not blind:
             return AssertionResult.pass_()
         note = ""
-        if raised:
+        if blind:
+            first = raised[0]
+            note = (
+                f" (the check raised {type(first).__name__}: {first} on every call, so it "
+                f"could not tell: fix the check)"
+            )
+        elif raised:
             first = raised[0]
             note = (
                 f" (the check raised {type(first).__name__}: {first} on {len(raised)} of "
@@ -184,11 +219,11 @@ class ToolWasCalled(Assertion):
                 f"of {len(calls)} call(s) of '{self.tool}'{note}",
             )
         if calls:
-            seen = ", ".join(_json(c.inputs) for c in calls)
+            seen = _listed([_json(c.inputs) for c in calls])
             return AssertionResult.fail(
                 0.0, f"Expected {self._wanted()}; its calls had arguments: {seen}{note}"
             )
-        called = _names(trajectory.tool_calls())
+        called = _name_list(_names(trajectory.tool_calls()))
         return AssertionResult.fail(
             0.0,
             f"Expected {self._wanted()}, but it was never called; tools called: {called}",
@@ -217,7 +252,7 @@ class ToolWasNotCalled(Assertion):
         calls = trajectory.tool_calls(self.tool)
         if not calls:
             return AssertionResult.pass_()
-        seen = ", ".join(_json(c.inputs) for c in calls)
+        seen = _listed([_json(c.inputs) for c in calls])
         return AssertionResult.fail(
             0.0,
             f"Expected tool '{self.tool}' not to be called, but it was called "
@@ -288,7 +323,8 @@ class TrajectoryMatches(Assertion):
             return AssertionResult.pass_(score, context=context)
         return AssertionResult.fail(
             score,
-            f"Expected tool calls {expected} ({self.mode.value}), got {got}: {detail}",
+            f"Expected tool calls {_name_list(expected)} ({self.mode.value}), got "
+            f"{_name_list(got)}: {detail}",
             context,
         )
 
@@ -317,8 +353,8 @@ def _compare(mode: Mode, expected: list[str], got: list[str]) -> tuple[bool, flo
             return True, score, ""
         missing = sorted((want_c - got_c).elements())
         extra = sorted((got_c - want_c).elements())
-        parts = [f"missing {missing}"] if missing else []
-        parts += [f"unexpected {extra}"] if extra else []
+        parts = [f"missing {_name_list(missing)}"] if missing else []
+        parts += [f"unexpected {_name_list(extra)}"] if extra else []
         return False, score, ", ".join(parts)
     if mode is Mode.SUBSET:
         found = _lcs(expected, got)
@@ -335,7 +371,7 @@ def _compare(mode: Mode, expected: list[str], got: list[str]) -> tuple[bool, flo
     score = (len(got) - len(outside)) / len(got) if got else 1.0
     if not outside:
         return True, score, ""
-    return False, score, f"calls outside the allowed set: {outside}"
+    return False, score, f"calls outside the allowed set: {_name_list(outside)}"
 
 
 def _decision_text(calls: Sequence[ToolCall]) -> str:
@@ -345,7 +381,7 @@ def _decision_text(calls: Sequence[ToolCall]) -> str:
         if call.approval_reason:
             text += f" ({call.approval_reason})"
         parts.append(text)
-    return ", ".join(parts)
+    return _listed(parts)
 
 
 @dataclass(frozen=True)
@@ -369,7 +405,7 @@ class _ApprovalState(Assertion):
             return AssertionResult.fail(
                 0.0,
                 f"Expected a call of '{self.tool}' to be {self._state}, but '{self.tool}' "
-                f"was never called; tools called: {_names(trajectory.tool_calls())}",
+                f"was never called; tools called: {_name_list(_names(trajectory.tool_calls()))}",
             )
         return AssertionResult.fail(
             0.0,
