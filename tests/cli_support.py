@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import subprocess
+import sys
+from pathlib import Path
+
+AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
+"""The CLI of the interpreter running the tests."""
 
 
 class CliResult:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -13,9 +12,7 @@ from typing import Any
 import pytest
 
 from agenteval.testing import fake_provider as fake_provider  # the FakeProvider fixture
-from cli_support import CliResult
-
-AGENTEVAL = str(Path(sys.executable).parent / "agenteval")
+from cli_support import AGENTEVAL, CliResult
 
 
 @pytest.fixture

@@ -385,6 +385,53 @@ def test_cli_assertion_mistakes_are_one_clear_line_each(cli: Cli, write: Write) 
     ]
 
 
+UNRECORDED = """
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Unrecorded(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": k} for k in ("result", "bool", "returned", "unawaited")]
+
+    def run(self, item):
+        return "no"
+
+    async def evaluate(self, output, item):
+        if item["id"] == "result":
+            return StringContains("refund").evaluate(output)
+        if item["id"] == "bool":
+            return "refund" in output
+        if item["id"] == "returned":  # recorded, then returned: fine
+            return self.assert_that(StringContains("no"), output)
+        self.aassert_that(StringContains("refund"), output)
+"""
+
+
+@pytest.mark.parametrize("how", [(), ("-c", "2")])
+def test_cli_a_check_evaluate_does_not_record_is_an_error(
+    cli: Cli, write: Write, how: tuple[str, ...]
+) -> None:
+    # each of these passed with "assertions 0/0" and exit 0: the failing check was lost
+    write("evaluators/unrecorded.py", UNRECORDED)
+    result = cli("run", *how)
+    assert result.code == 2, result
+    errors = [line for line in result.lines if line.startswith("  ERROR    item")]
+    assert errors == [
+        "  ERROR    item 'result' · evaluate · EvaluationError: evaluate() returned an "
+        "AssertionResult (failed: Expected 'no' to contain 'refund'), which records nothing: "
+        "check with self.assert_that(assertion, output) (evaluate returns nothing)",
+        "  ERROR    item 'bool' · evaluate · EvaluationError: evaluate() returned bool False, "
+        "which records nothing: check with self.assert_that(assertion, output) (evaluate "
+        "returns nothing)",
+        "  ERROR    item 'unawaited' · evaluate · EvaluationError: evaluate() called "
+        "aassert_that() (line 19) without awaiting it, so nothing was checked: write "
+        "`await self.aassert_that(...)`",
+    ]
+    assert "1 passed, 0 failed, 3 errors" in result.stdout
+    assert "never awaited" not in result.stderr  # (closed: no RuntimeWarning)
+
+
 ODD_OUTPUTS = """
 from dataclasses import dataclass, field
 
@@ -885,7 +932,7 @@ def test_cli_output_json_to_stdout_sent_to_a_file_keeps_the_console_report(
 ) -> None:
     import subprocess
 
-    from conftest import AGENTEVAL
+    from cli_support import AGENTEVAL
 
     write("evaluators/echo.py", PASSING)
     out = tmp_path / "out.txt"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._results import AssertionRecord
 from ._usage import ZERO_USAGE, Usage
@@ -28,6 +29,11 @@ class ItemContext:
     """What the agents agenteval runs (``ToolAgent``) spent in model calls so far: the
     item's agent usage when ``run`` returns no trajectory that carries usage — it raised,
     timed out, or returned the answer's text."""
+
+    last_result: object = None
+    """The result ``assert_that`` recorded last: ``evaluate`` may return it."""
+    unawaited: list[Any] = field(default_factory=list)
+    """The ``aassert_that`` coroutines made for this item, to find one never awaited."""
 
     judge_by_model: dict[str, Usage] = field(default_factory=dict)
     spent: Callable[[ItemContext], None] | None = None

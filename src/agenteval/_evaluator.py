@@ -6,7 +6,7 @@ import contextlib
 import inspect
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from typing import Any, ClassVar
 
 from ._context import current_item
@@ -121,15 +121,27 @@ class BaseEvaluator:
         self._record(assertion, result, soft, sys._getframe(1))
         return result
 
-    async def aassert_that(
+    def aassert_that(
         self, assertion: Assertion, actual: Any, *, soft: bool = False
-    ) -> AssertionResult:
-        """Async :meth:`assert_that`, for ``async def evaluate``: awaits ``aevaluate``."""
+    ) -> Coroutine[Any, Any, AssertionResult]:
+        """Async :meth:`assert_that`, for ``async def evaluate``: awaits ``aevaluate``.
+
+        Await it: one never awaited checks nothing, and makes the item an error.
+        """
         aevaluate = getattr(assertion, "aevaluate", None)
         if aevaluate is None or isinstance(assertion, type):
             raise TypeError(_not_an_assertion("aassert_that", assertion))
+        checked = self._aassert(assertion, aevaluate, actual, soft, sys._getframe(1))
+        ctx = current_item()
+        if ctx is not None:
+            ctx.unawaited.append(checked)
+        return checked
+
+    async def _aassert(
+        self, assertion: Assertion, aevaluate: Any, actual: Any, soft: bool, frame: Any
+    ) -> AssertionResult:
         result: AssertionResult = await aevaluate(actual)
-        self._record(assertion, result, soft, sys._getframe(1))
+        self._record(assertion, result, soft, frame)
         return result
 
     def report_usage(self, usage: Usage) -> None:
@@ -156,6 +168,7 @@ class BaseEvaluator:
                 "assert_that() can only be called while an item is being evaluated "
                 "(from evaluate() or run())"
             )
+        ctx.last_result = result
         name = getattr(assertion, "name", type(assertion).__name__)
         if result is not PASSED or type(name) is not str:
             ctx.assertions.append(_new_record(name, result, soft, frame))

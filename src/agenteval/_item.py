@@ -23,10 +23,12 @@ import pydantic
 
 from . import _loops
 from ._context import ItemContext, enter_item, exit_item
+from ._errors import EvaluationError
 from ._evaluator import BaseEvaluator, _shown_path
 from ._results import (
     NO_ITEM_USAGE,
     AssertionRecord,
+    AssertionResult,
     ErrorInfo,
     ItemResult,
     ItemStatus,
@@ -35,7 +37,7 @@ from ._results import (
     item_status,
     mean_score,
 )
-from ._serialize import json_size, shrink, to_jsonable
+from ._serialize import json_size, placeholder, shrink, to_jsonable
 from ._usage import ZERO_USAGE, Usage
 
 if TYPE_CHECKING:
@@ -174,7 +176,8 @@ def execute_item(
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
         if _awaitable(done):
-            _drive(done)
+            done = _drive(done)
+        _check_evaluated(ctx, done)
         outcome.stage = None
     except HardStop:
         raise
@@ -211,7 +214,8 @@ async def aexecute_item(
         outcome.stage = "evaluate"
         done = evaluator.evaluate(output, task.input)
         if _awaitable(done):
-            await done
+            done = await done
+        _check_evaluated(ctx, done)
         outcome.stage = None
     except (HardStop, asyncio.CancelledError, GeneratorExit):  # (the loop closed on it)
         raise
@@ -220,6 +224,32 @@ async def aexecute_item(
     finally:
         exit_item(token)
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+
+
+def _check_evaluated(ctx: ItemContext, done: Any) -> None:
+    """Raise when ``evaluate`` left a check unrecorded: it returned one (``return
+    StringContains(...).evaluate(output)``, ``return "refund" in output``) or never awaited
+    an ``aassert_that``. Either way the item would have passed on nothing."""
+    for checked in ctx.unawaited:
+        if inspect.getcoroutinestate(checked) == inspect.CORO_CREATED:
+            where = checked.cr_frame.f_locals.get("frame")
+            line = f" (line {where.f_lineno})" if where is not None else ""
+            checked.close()
+            raise EvaluationError(
+                f"evaluate() called aassert_that(){line} without awaiting it, so nothing was "
+                f"checked: write `await self.aassert_that(...)`"
+            )
+    if done is None or done is ctx.last_result:  # (``return self.assert_that(...)``)
+        return
+    if isinstance(done, AssertionResult):
+        shown = f"an AssertionResult ({'passed' if done.passed else 'failed'}: {done.message})"
+    else:
+        shown = f"{type(done).__name__} {placeholder(done)['repr']}"
+    shown = shown if len(shown) <= 100 else shown[:99] + "…"
+    raise EvaluationError(
+        f"evaluate() returned {shown}, which records nothing: check with "
+        f"self.assert_that(assertion, output) (evaluate returns nothing)"
+    )
 
 
 _SERIALIZER = ItemResult.__pydantic_serializer__

@@ -128,7 +128,7 @@ def test_an_item_cut_off_by_an_interrupt_keeps_the_usage_of_its_judge_calls(
     import subprocess
     import time
 
-    from conftest import AGENTEVAL
+    from cli_support import AGENTEVAL
 
     fake_provider.respond_with(_reply)
     write("two_judges.py", TWO_JUDGES)
