@@ -1367,3 +1367,61 @@ def test_cli_an_internal_error_is_one_line_exit_2_with_the_traceback_kept(
     assert rest == "please report it; the run's journal keeps every item that finished"
     assert "in broken" in Path(path).read_text()
     Path(path).unlink()
+
+
+ODD_NAMES = """
+from agenteval import BaseEvaluator
+from agenteval.assertions import Assertion, AssertionResult
+
+
+class Named(Assertion):
+    name = "Ctx\\x1b[2Jname"  # (built from a dataset value, say)
+
+    def evaluate(self, actual):
+        return AssertionResult.fail(0.0, "日本語 · no")
+
+
+class OddNames(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        self.assert_that(Named(), output)
+
+
+class BrokenSetUp(BaseEvaluator):
+    def set_up(self):
+        raise ValueError("agent replied x\\ud800y")
+
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_cli_report_lines_fit_the_stream_and_escape_every_control(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    # an ASCII or cp1252 stdout made the console driver fail (exit 2, lines lost), an
+    # escape in an assertion's name cleared the screen, a surrogate in an evaluator's
+    # error made the JSON report invalid
+    write("evaluators/odd.py", ODD_NAMES)
+    result = cli("run", "--output-json", "r.json", env={"PYTHONIOENCODING": "ascii"})
+    assert result.code == 2, result
+    assert "output driver failed" not in result.stdout + result.stderr
+    assert "\x1b" not in result.stdout
+    assert (
+        "  FAIL     item 'a' ? Ctx\\x1b\\x5b\\x32\\x4aname ? ??? ? no (score 0.00)" in result.stdout
+    )
+    assert "ERROR in set_up: ValueError: agent replied x?y" in result.stdout
+    error = json.loads((tmp_path / "r.json").read_text())["evaluators"][1]["error"]
+    assert error["message"] == "agent replied x\ufffdy"
+    assert error["traceback"].endswith("ValueError: agent replied x\ufffdy\n")

@@ -261,12 +261,18 @@ def record_json(record: ItemResult) -> str:
     Python strings may hold lone surrogates (``json.loads('"\\ud83d"')`` makes one);
     they become U+FFFD rather than costing the item its record.
     """
+    return clean_record(record)[1]
+
+
+def clean_record(record: ItemResult) -> tuple[ItemResult, str]:
+    """The record, with U+FFFD for each lone surrogate in its text (a new record only if
+    it has one), and its JSON: every copy of it then says the same, and prints."""
     try:
         # what model_dump_json() does, without its keyword handling (this is per item)
-        return _SERIALIZER.to_json(record).decode()
+        return record, _SERIALIZER.to_json(record).decode()
     except ValueError:  # PydanticSerializationError
-        scrubbed = scrub(record.model_dump(mode="python"))
-        return ItemResult.model_validate(scrubbed).model_dump_json()
+        scrubbed = ItemResult.model_validate(scrub(record.model_dump(mode="python")))
+        return scrubbed, scrubbed.model_dump_json()
 
 
 def scrub(value: Any) -> Any:
@@ -326,11 +332,11 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
         if not _is_ours(filename) and not filename.startswith("<"):
             file, line = filename, walk.tb_lineno
         walk = walk.tb_next
-    tb = "".join(traceback.format_exception(cls, exc, tb_start or exc.__traceback__))
+    tb = scrub("".join(traceback.format_exception(cls, exc, tb_start or exc.__traceback__)))
     return ErrorInfo(
         stage=stage,
         type=name,
-        message=_capped_text(message),
+        message=_capped_text(scrub(message)),
         traceback=_capped_text(tb),
         file=_shown_path(file) if file else None,
         line=line,

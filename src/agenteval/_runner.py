@@ -43,6 +43,7 @@ from ._item import (
     HardStop,
     ItemTask,
     ProcessExit,
+    clean_record,
     error_info,
     guarding_exit,
     record_json,
@@ -503,8 +504,9 @@ class _Run:
     # -- results ---------------------------------------------------------------------
     def on_result(self, *results: ItemResult) -> None:
         """Record items that reached a terminal status: journal first, then the drivers."""
-        records = list(results)
-        texts = [record_json(result) for result in records]
+        cleaned = [clean_record(result) for result in results]  # (one copy for all)
+        records = [record for record, _ in cleaned]
+        texts = [text for _, text in cleaned]
         if self.redact:
             for i, text in enumerate(texts):
                 if self.redact.in_json(text):

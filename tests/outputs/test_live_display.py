@@ -346,3 +346,47 @@ def test_a_terminal_that_hangs_up_mid_run_loses_nothing_and_blocks_no_writer(
     (journal,) = (tmp_path / "runs").glob("*/records.jsonl")
     records = journal.read_text().splitlines()
     assert len(records) == 12
+
+
+ODD_TEXT = """
+    import logging, sys
+    from agenteval import BaseEvaluator
+    from agenteval.assertions import StringContains
+
+    class OddText(BaseEvaluator):
+        def set_up(self):
+            logging.basicConfig(level=logging.INFO, format="%(message)s")  # holds sys.stderr
+
+        def get_dataset(self):
+            return [{"id": "surrogate"}, {"id": "bytes"}]
+
+        def run(self, item):
+            if item["id"] == "bytes":
+                try:
+                    sys.stdout.write(b"raw\\n")
+                except TypeError:
+                    return "caught"
+                return "written"
+            return "x\\ud800y"  # (as json.loads('"\\\\ud800"') makes)
+
+        def evaluate(self, output, item):
+            self.assert_that(StringContains("caught"), output)
+
+        def tear_down(self):
+            import atexit
+            atexit.register(logging.info, "logged after the run")
+"""
+
+
+def test_text_the_terminal_cannot_take_loses_nothing_of_the_report(tmp_path: Path) -> None:
+    # a lone surrogate ended the display for good (taken for a terminal gone): no report
+    # after it, no verdict, the cursor hidden; bytes written to sys.stdout killed its thread
+    write_evaluator(tmp_path, "odd_eval", ODD_TEXT)
+    code, raw = run_on_a_terminal(tmp_path, "evals", "--runs-dir", "runs")
+    text = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", raw)
+    assert code == 1, raw
+    assert "FAIL     item 'surrogate' · StringContains · Expected 'x�y' to contain" in text
+    assert "FAILED: 2 items, 1 passed, 1 failed" in text
+    assert "display failed" not in text
+    assert raw.rstrip().endswith("logged after the run")  # the handler made meanwhile
+    assert raw.rfind("\x1b[?25h") > raw.rfind("\x1b[?25l")  # the cursor shown again

@@ -14,7 +14,7 @@ from .._journal import DEFAULT_RUNS_DIR, is_run_dir
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
 from ._text import one_line as _one_line
-from ._text import safe
+from ._text import printable, safe
 
 
 def _pct(rate: float) -> str:
@@ -78,6 +78,7 @@ class ConsoleOutput(OutputDriver):
         if (self.stream or sys.stdout) is None:  # started with stdout closed (``>&-``)
             self._gone = True
             return
+        text = printable(safe(text), self.stream or sys.stdout)  # (every line: names too)
         try:
             if self._plain():
                 stream = self.stream or sys.stdout
@@ -220,7 +221,10 @@ class ConsoleOutput(OutputDriver):
             return
         from rich.text import Text
 
-        self._live_display.show(Text("\n").join(Text(t, style=s or "") for t, s in lines))
+        file = self.console.file
+        self._live_display.show(
+            Text("\n").join(Text(printable(safe(t), file), style=s or "") for t, s in lines)
+        )
 
     def finish_run(self, run: RunSummary) -> None:
         """Stop the progress display and print the verdict."""
@@ -232,8 +236,16 @@ class ConsoleOutput(OutputDriver):
         """Take the progress bars away, should they be up (the runner calls it when a run
         ends without ``finish_run``: stopped at once)."""
         if self._live_display is not None:
-            self._live_display.stop()
+            display = self._live_display
+            display.stop()  # (the changes it makes last still use it)
             self._live_display = None
+            if display.failed is not None:
+                self._line(
+                    f"error: the progress display failed ({type(display.failed).__name__}: "
+                    f"{display.failed}): part of the report above may be missing; the JSON "
+                    f"report and the run's records are complete",
+                    "red",
+                )
 
     def _resume_command(self, run_id: str) -> str:
         """The command line that was run, with ``--resume RUN_ID`` instead of any resume

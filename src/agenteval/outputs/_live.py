@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from .._executors._base import LIVE_THREAD
+from ._text import printable
 
 EVERY = 0.1
 """Seconds between two draws."""
@@ -46,8 +47,14 @@ class HeldLines:
         self._held: list[str] = []
         self._lock = threading.Lock()
         self.before_write: Callable[[], None] | None = None  # (TerminalFds.drain)
+        self.passing = False  # the display stopped: straight to the stream (a logging
+        # handler made meanwhile still holds this stand-in)
 
     def write(self, text: str) -> int:
+        if not isinstance(text, str):  # as a text stream would: the item's own error
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.passing:
+            return self.proxied.write(text)
         if self.before_write is not None:  # what came by the descriptor came first
             self.before_write()
         self.append(text)
@@ -58,7 +65,9 @@ class HeldLines:
             self._held.append(text)
 
     def flush(self) -> None:
-        """Nothing: the lines go out with the next draw."""
+        """Nothing: the lines go out with the next draw (or the stream's own, once passing)."""
+        if self.passing:
+            self.proxied.flush()
 
     def isatty(self) -> bool:
         return self._tty
@@ -244,6 +253,7 @@ class LiveDisplay:
         self._changes: list[Callable[[], object]] = []
         self._lock = threading.Lock()
         self._gone = False
+        self._failed: Exception | None = None  # the first draw that failed, but for the terminal
         self._streams = {
             name: HeldLines(stream)
             for name in ("stdout", "stderr")
@@ -296,27 +306,37 @@ class LiveDisplay:
                 change()
             for text in printed:
                 if text:
-                    console.print(Text.from_ansi(text))
+                    console.print(Text.from_ansi(printable(text, console.file)))
             for renderable in shown:
                 console.print(renderable)
             self.progress.refresh()
-        except Exception:  # a broken pipe, or EIO: the terminal has gone (or rich failed)
+        except OSError:  # a broken pipe, or EIO: the terminal has gone
             self._gone = True
             with contextlib.suppress(Exception):
                 self._on_gone()
+        except Exception as exc:  # rich failed on something: what follows is still drawn
+            self._failed = self._failed or exc
+
+    @property
+    def failed(self) -> Exception | None:
+        """The first error drawing met, but for the terminal going away."""
+        return self._failed
 
     def stop(self) -> None:
         """Draw what is left, take the bars away, and put the streams back (unless code
         replaced them meanwhile)."""
         self._stopped.set()
         self._thread.join()
-        self._fds.restore()
-        self._draw(everything=True)
-        for name, held in self._streams.items():
-            if getattr(sys, name) is held:
-                setattr(sys, name, held.proxied)
+        try:
+            self._fds.restore()
+            self._draw(everything=True)
+        finally:
+            for name, held in self._streams.items():
+                held.passing = True
+                if getattr(sys, name) is held:
+                    setattr(sys, name, held.proxied)
         if not self._gone:
             try:
                 self.progress.stop()
-            except BrokenPipeError:
+            except OSError:
                 self._on_gone()

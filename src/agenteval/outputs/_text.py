@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # ANSI escape sequences, C0/C1 controls, and the invisible Unicode characters that reorder
 # or break lines (bidi overrides and isolates, line/paragraph separators) or hide between
@@ -29,3 +30,16 @@ def safe(text: str, limit: int | None = None) -> str:
 def one_line(text: str, limit: int = 300) -> str:
     """``text`` on one line (line breaks shown as ⏎), made safe, shortened to ``limit``."""
     return safe(text.rstrip("\r\n").replace("\r\n", "\n").replace("\n", " ⏎ "), limit)
+
+
+def printable(text: str, stream: Any) -> str:
+    """``text`` as ``stream`` can take it: what its encoding cannot hold (a lone
+    surrogate, CJK text on cp1252) replaced, not a write that raises."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeEncodeError:
+        return text.encode(encoding, "replace").decode(encoding)
+    except LookupError:  # an encoding Python does not know
+        return text
