@@ -241,6 +241,50 @@ def test_cli_missing_method_fails_at_class_definition(cli: Cli, write: Write) ->
     )
 
 
+@pytest.mark.parametrize(
+    ("hook", "error"),
+    [
+        (
+            "async def set_up(self):",
+            "Hooks.set_up is async def, and would never run: it runs once, outside any item's "
+            "event loop; make it a plain def (open async clients in run, on first use)",
+        ),
+        (
+            "def setUp(self):",
+            "Hooks.setUp would never be called: agenteval calls set_up (rename it)",
+        ),
+    ],
+)
+def test_cli_a_hook_that_would_never_run_fails_at_class_definition(
+    cli: Cli, write: Write, hook: str, error: str
+) -> None:
+    # the run passed, exit 0, with the set_up that raised never called
+    write(
+        "evaluators/hooks.py",
+        f"""
+        from agenteval import BaseEvaluator
+
+        class Hooks(BaseEvaluator):
+            {hook}
+                raise RuntimeError("no agent today")
+
+            def get_dataset(self):
+                return [{{"id": "a"}}]
+
+            def run(self, item):
+                return "x"
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert result.stderr.strip() == (
+        f"agenteval: error: Could not import evaluators/hooks.py:3: TypeError: {error}"
+    )
+
+
 def test_cli_k_and_tag_select_evaluators(cli: Cli, write: Write) -> None:
     write("evaluators/echo.py", PASSING)
     write("evaluators/failing.py", FAILING)

@@ -32,6 +32,31 @@ def _check_class_attributes(cls: type) -> None:
         raise TypeError(
             f"{cls.__name__}.tags must be a string, or a list or set of strings, got {tags!r}"
         )
+    for hook in ("set_up", "tear_down", "get_dataset"):
+        if inspect.iscoroutinefunction(inspect.unwrap(getattr(cls, hook))) or (
+            inspect.isasyncgenfunction(getattr(cls, hook))
+        ):
+            raise TypeError(
+                f"{cls.__name__}.{hook} is async def, and would never run: it runs once, "
+                f"outside any item's event loop; make it a plain def (open async clients "
+                f"in run, on first use)"
+            )
+    for theirs, ours in _OTHER_NAMES.items():
+        if theirs in cls.__dict__ and ours not in cls.__dict__:
+            raise TypeError(
+                f"{cls.__name__}.{theirs} would never be called: agenteval calls {ours} "
+                f"(rename it)"
+            )
+
+
+_OTHER_NAMES = {
+    "setUp": "set_up",
+    "setup": "set_up",
+    "tearDown": "tear_down",
+    "teardown": "tear_down",
+    "getDataset": "get_dataset",
+}
+"""Names of other frameworks (Neuron, unittest) for our hooks."""
 
 
 class BaseEvaluator:
