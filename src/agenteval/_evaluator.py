@@ -44,8 +44,7 @@ def _check_class_attributes(cls: type) -> None:
     for theirs, ours in _OTHER_NAMES.items():
         if theirs in cls.__dict__ and ours not in cls.__dict__:
             raise TypeError(
-                f"{cls.__name__}.{theirs} would never be called: agenteval calls {ours} "
-                f"(rename it)"
+                f"{cls.__name__}.{theirs} would never be called: agenteval calls {ours} (rename it)"
             )
 
 

@@ -217,13 +217,30 @@ async def aexecute_item(
             done = await done
         _check_evaluated(ctx, done)
         outcome.stage = None
-    except (HardStop, asyncio.CancelledError, GeneratorExit):  # (the loop closed on it)
+    except (HardStop, asyncio.CancelledError):
         raise
     except BaseException as exc:
+        if closed_with_loop(exc):
+            raise
         outcome.exc = exc
     finally:
         exit_item(token)
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
+
+
+def closed_with_loop(exc: BaseException) -> bool:
+    """Whether ``exc`` is the ``GeneratorExit`` of a coroutine closed once its event loop
+    is gone (then it must go on up), not one the item's code raised (then it is the
+    item's error)."""
+    if not isinstance(exc, GeneratorExit):
+        return False
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return True
+    return False
 
 
 def _check_evaluated(ctx: ItemContext, done: Any) -> None:

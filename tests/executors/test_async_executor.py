@@ -49,7 +49,8 @@ class LocalError(Exception):
 
 class Faulty(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": kind} for kind in ("ok", "slow", "raises", "keyboard-interrupt", "ok-2")]
+        kinds = ("ok", "slow", "raises", "keyboard-interrupt", "generator-exit", "ok-2")
+        return [{"id": kind} for kind in kinds]
 
     async def run(self, item):
         kind = item["id"]
@@ -59,6 +60,8 @@ class Faulty(BaseEvaluator):
             raise LocalError("async item broke")
         if kind == "keyboard-interrupt":
             raise KeyboardInterrupt("raised by the item")
+        if kind == "generator-exit":  # (it hung the run: taken for the loop closing)
+            raise GeneratorExit("raised by the item")
         await asyncio.sleep(0.05)
         return "ok"
 
@@ -535,6 +538,7 @@ def test_async_timeout_marks_only_the_slow_item(async_runs: dict[str, Any]) -> N
         "slow": "timeout",
         "raises": "error",
         "keyboard-interrupt": "error",
+        "generator-exit": "error",
         "ok-2": "passed",
     }
     errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
@@ -544,7 +548,8 @@ def test_async_timeout_marks_only_the_slow_item(async_runs: dict[str, Any]) -> N
         "async item broke",
     )
     assert errors["keyboard-interrupt"]["type"] == "KeyboardInterrupt"
-    assert len(cli.records()) == 5
+    assert errors["generator-exit"]["type"] == "GeneratorExit"
+    assert len(cli.records()) == 6
 
 
 def test_async_interrupt_lets_in_flight_items_finish(async_runs: dict[str, Any]) -> None:

@@ -47,6 +47,7 @@ from .._item import (
     HardStop,
     ItemTask,
     aexecute_item,
+    closed_with_loop,
     error_info,
     fault_record,
     guarding_exit,
@@ -537,9 +538,11 @@ class _ItemLoop:
             self._current[key], self._tasks[key] = me, task
             try:
                 record = await self._one(key, evaluator, task)
-            except (asyncio.CancelledError, GeneratorExit):  # GeneratorExit: closed with the loop
+            except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # no record could be built: the item's error
+                if closed_with_loop(exc):
+                    raise
                 duration = time.perf_counter() - self.started[key]
                 record = fault_record(task, error_info("run", exc), duration)
             finally:
