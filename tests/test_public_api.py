@@ -158,3 +158,67 @@ def test_unknown_attribute_raises_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         agenteval.nope  # noqa: B018
+
+
+def _echo_class() -> type:
+    from agenteval import BaseEvaluator
+
+    class Echo(BaseEvaluator):
+        def get_dataset(self):  # type: ignore[no-untyped-def]
+            return [{"id": "a"}]
+
+        def run(self, item):  # type: ignore[no-untyped-def]
+            return "x"
+
+        def evaluate(self, output, item):  # type: ignore[no-untyped-def]
+            pass
+
+    return Echo
+
+
+def test_run_evaluations_takes_one_path_class_or_driver_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agenteval import run_evaluations
+
+    monkeypatch.chdir(tmp_path)
+    from agenteval.outputs import JsonOutput
+
+    echo = _echo_class()
+    # a class alone was "not iterable", outputs=[JsonOutput] failed in every hook
+    summary = run_evaluations(echo, outputs=JsonOutput, journal=False)
+    assert (summary.exit_code, summary.driver_errors) == (0, [])
+    assert json.loads(Path("evaluation-results.json").read_text())["run"]["exit_code"] == 0
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        # (it ran in the parent, without the timeout asked for)
+        (
+            {"executor": "forks"},
+            "--executor must be one of auto, inline, fork, async, got 'forks'",
+        ),
+        (
+            {"paths": "instance"},
+            "run_evaluations: pass the class Echo, not an instance of it: agenteval builds it "
+            "(with no arguments)",
+        ),
+        (
+            {"outputs": ["console"]},
+            "run_evaluations: outputs[0] is 'console' (str): use an OutputDriver class or "
+            "instance, e.g. ConsoleOutput or JsonOutput(path='results.json')",
+        ),
+    ],
+)
+def test_run_evaluations_misuse_is_one_clear_error(
+    call: dict[str, object], error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agenteval import AgentEvalError, run_evaluations
+
+    monkeypatch.chdir(tmp_path)
+    echo = _echo_class()
+    paths = [echo()] if call.pop("paths", None) == "instance" else [echo]
+    with pytest.raises(AgentEvalError) as info:
+        run_evaluations(paths, journal=False, **call)  # type: ignore[arg-type]
+    assert str(info.value) == error

@@ -83,6 +83,18 @@ def _existing(path: str | Path, role: str, option: str) -> Path:
     return file
 
 
+def drivers_from(raw: Any, where: str, name: str) -> list[OutputDriver]:
+    """Drivers from what a config's ``output`` (or ``run_evaluations(outputs=...)``) holds:
+    one driver or a list, of instances or classes (built with no arguments)."""
+    if isinstance(raw, (OutputDriver, type)):
+        raw = [raw]
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        raise ConfigError(
+            f"{where}: '{name}' must be a list of output drivers, got {type(raw).__name__}"
+        )
+    return [_driver(e, f"{where}: {name}[{i}]") for i, e in enumerate(raw)]
+
+
 def _driver(entry: Any, where: str) -> OutputDriver:
     if isinstance(entry, OutputDriver):
         return _complete(entry, where)
@@ -141,16 +153,7 @@ def load_config(path: str | Path | None = None) -> Config:
     shown = str(file)
     _check_names(namespace, shown)
     raw = namespace.get("output")
-    if raw is None:
-        outputs = default_outputs()
-    else:
-        if isinstance(raw, (OutputDriver, type)):
-            raw = [raw]
-        if not isinstance(raw, Sequence) or isinstance(raw, str):
-            raise ConfigError(
-                f"{shown}: 'output' must be a list of output drivers, got {type(raw).__name__}"
-            )
-        outputs = [_driver(e, f"{shown}: output[{i}]") for i, e in enumerate(raw)]
+    outputs = default_outputs() if raw is None else drivers_from(raw, shown, "output")
     from .llm._pricing import check_prices
 
     raw_prices = namespace.get("prices")

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic_core import to_json
 
 from ._cache_settings import using_cache
-from ._config import Config, load_config, run_bootstrap
+from ._config import Config, drivers_from, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
 from ._errors import (
     AgentEvalError,
@@ -880,6 +880,32 @@ def _check_unchanged(
         )
 
 
+def _as_paths(paths: Any) -> list[str | Path | type[BaseEvaluator]]:
+    """``paths`` as a list: one path or class alone is taken for a list of it (a string
+    would otherwise be read one letter at a time)."""
+    if isinstance(paths, (str, Path, type)):
+        return [paths]
+    try:
+        listed = list(paths)
+    except TypeError:
+        raise UsageError(
+            f"run_evaluations: paths must be files, folders or evaluator classes, got "
+            f"{type(paths).__name__}"
+        ) from None
+    for entry in listed:
+        if isinstance(entry, BaseEvaluator):
+            raise UsageError(
+                f"run_evaluations: pass the class {type(entry).__name__}, not an instance of it: "
+                f"agenteval builds it (with no arguments)"
+            )
+        if not isinstance(entry, (str, Path, type)):
+            raise UsageError(
+                f"run_evaluations: paths must be files, folders or evaluator classes, got "
+                f"{type(entry).__name__} {entry!r}"
+            )
+    return listed
+
+
 def run_evaluations(
     paths: Iterable[str | Path | type[BaseEvaluator]] = ("evaluators",),
     *,
@@ -927,6 +953,9 @@ def run_evaluations(
         raise UsageError(f"--timeout must be positive, got {timeout}")
     if resume and retry_errors:
         raise UsageError("use either --resume or --retry-errors, not both")
+    if executor not in ("auto", "inline", "fork", "async"):
+        raise UsageError(f"--executor must be one of auto, inline, fork, async, got {executor!r}")
+    paths = _as_paths(paths)
     notices = notices if notices is not None else []
     # config, bootstrap and evaluators may import the project's own modules
     if os.getcwd() not in sys.path:
@@ -934,15 +963,18 @@ def run_evaluations(
     if bootstrap is not None:
         run_bootstrap(bootstrap)
     cfg = load_config(config)
-    drivers = list(outputs) if outputs is not None else list(cfg.outputs)
-    drivers.extend(extra_outputs)
+    drivers = (
+        drivers_from(outputs, "run_evaluations", "outputs")
+        if outputs is not None
+        else list(cfg.outputs)
+    )
+    drivers.extend(drivers_from(extra_outputs, "run_evaluations", "extra_outputs"))
     if not drivers and outputs is None:
         raise ConfigError(
             f"{cfg.path}: 'output' is an empty list, so the run would report nothing (not "
             f"even its verdict): list a driver, e.g. output = [ConsoleOutput]"
         )
     _apply_console_flags(drivers, verbose, progress)
-    paths = list(paths)
     specs = select(discover(paths), filter, tags)
     if not specs:
         where = ", ".join(str(p) for p in paths)
