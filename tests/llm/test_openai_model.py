@@ -623,3 +623,65 @@ def test_openai_model_a_refusal_is_the_replys_text(
 def test_a_retry_after_that_is_not_a_number_is_no_wait() -> None:
     assert parse_retry_after({"retry-after": "nan"}) is None
     assert parse_retry_after({"retry-after-ms": "inf", "retry-after": "2"}) == 2.0
+
+
+TOOL_CALLS = (
+    '{"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": '
+    '[{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": '
+    'null, "tool_calls": [%s]}}]}'
+)
+
+
+def test_openai_model_reads_a_tool_call_without_a_type(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    # as some compatible servers send it: no "type" (nor "id"), arguments as an object
+    fake_provider.add(
+        FakeProvider.raw(
+            TOOL_CALLS
+            % (
+                '{"id": "c1", "function": {"name": "lookup_order", "arguments": '
+                '"{\\"order_id\\": \\"123\\"}"}}, '
+                '{"function": {"name": "refund", "arguments": {"amount": 5}}}'
+            )
+        )
+    )
+
+    reply = make().complete(HI)
+
+    assert reply.tool_calls == [
+        ToolCall(id="c1", name="lookup_order", inputs={"order_id": "123"}),
+        ToolCall(id="", name="refund", inputs={"amount": 5}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (
+            '{"id": "c1", "type": "custom", "custom": {"name": "grep", "input": "x"}}',
+            "returned a tool call of type 'custom' (",
+        ),
+        (
+            '{"id": "c1", "type": "function", "function": null}',
+            "returned a tool call without a function name (",
+        ),
+        (
+            '{"id": "c1", "function": {"name": null, "arguments": "{}"}}',
+            "returned a tool call without a function name (",
+        ),
+    ],
+)
+def test_openai_model_a_tool_call_it_cannot_read_is_an_error(
+    fake_provider: FakeProvider, make: MakeModel, call: str, error: str
+) -> None:
+    fake_provider.add(FakeProvider.raw(TOOL_CALLS % call))
+    model = make()
+
+    with pytest.raises(ProviderRequestError) as info:
+        model.complete(HI)
+
+    message = str(info.value)
+    assert message.startswith(f"{model.name} {error}")
+    assert message.endswith("check that the server implements the OpenAI chat completions API")
+    assert len(fake_provider.requests) == 1

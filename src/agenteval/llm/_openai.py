@@ -258,7 +258,12 @@ class OpenAIModel(SdkClients):
     ) -> ModelResponse:
         try:
             return self._read(completion, request, retries)
-        except (AttributeError, TypeError, ValueError) as exc:  # a field missing or null, say
+        except (
+            AttributeError,
+            LookupError,
+            TypeError,
+            ValueError,
+        ) as exc:  # a field missing or null, say
             raise ProviderRequestError(
                 f"{self.name} returned a malformed chat completion ({type(exc).__name__}: "
                 f"{one_line(str(exc), 120)}): check that the server implements the OpenAI chat "
@@ -290,15 +295,7 @@ class OpenAIModel(SdkClients):
                 f"{one_line(repr(text), 60)}, not text: check that the server implements the "
                 "OpenAI chat completions API"
             )
-        calls = [
-            ToolCall(  # (OpenAI-compatible servers may send no id: the agent gives one)
-                id=getattr(call, "id", None) or "",
-                name=call.function.name,
-                inputs=json_arguments(call.function.arguments),
-            )
-            for call in message.tool_calls or []
-            if call.type == "function"
-        ]
+        calls = [self._tool_call(call) for call in message.tool_calls or []]
         structured = extract_json_object(text) if request.json_schema is not None else None
         return ModelResponse(
             text=text,
@@ -308,6 +305,35 @@ class OpenAIModel(SdkClients):
             model=completion.model or self._model,
             stop_reason=choice.finish_reason,
             retries=retries,
+        )
+
+    def _tool_call(self, call: Any) -> ToolCall:
+        """One of the reply's tool calls. Compatible servers may leave out its ``type`` and
+        its ``id`` (the agent then gives one): a call with a function name is read whatever
+        its type says, as only function tools are ever sent; any other call would be lost,
+        so it is an error."""
+        kind = getattr(call, "type", None)
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if kind not in (None, "function"):
+            raise ProviderRequestError(
+                f"{self.name} returned a tool call of type {kind!r} "
+                f"({one_line(repr(call), 120)}), but agenteval sends function tools only: "
+                "check that the server implements the OpenAI chat completions API"
+            )
+        if not isinstance(name, str) or not name:
+            raise ProviderRequestError(
+                f"{self.name} returned a tool call without a function name "
+                f"({one_line(repr(call), 120)}): check that the server implements the OpenAI "
+                "chat completions API"
+            )
+        arguments = getattr(function, "arguments", None)
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):  # an object where JSON text belongs, say
+            arguments = json.dumps(arguments)
+        return ToolCall(
+            id=getattr(call, "id", None) or "", name=name, inputs=json_arguments(arguments)
         )
 
 
