@@ -685,3 +685,17 @@ def test_openai_model_a_tool_call_it_cannot_read_is_an_error(
     assert message.startswith(f"{model.name} {error}")
     assert message.endswith("check that the server implements the OpenAI chat completions API")
     assert len(fake_provider.requests) == 1
+
+
+def test_openai_model_sends_an_empty_assistant_turn_as_empty_text(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    # OpenAI rejects an assistant message whose content is null without tool_calls
+    fake_provider.add("ok")
+    request = ModelRequest(
+        messages=[Message.user("Hi"), Message.assistant(""), Message.user("Still there?")]
+    )
+
+    make().complete(request)
+
+    assert fake_provider.requests[0].json["messages"][1] == {"role": "assistant", "content": ""}

@@ -346,7 +346,9 @@ def to_openai_messages(request: ModelRequest, system: str) -> list[dict[str, Any
         if message.role in ("system", "user"):
             messages.append({"role": message.role, "content": message.content})
         elif message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            # OpenAI wants content unless tool_calls carry the turn: "" for an empty reply
+            content = message.content or (None if message.tool_calls else "")
+            entry: dict[str, Any] = {"role": "assistant", "content": content}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
