@@ -699,3 +699,34 @@ def test_openai_model_sends_an_empty_assistant_turn_as_empty_text(
     make().complete(request)
 
     assert fake_provider.requests[0].json["messages"][1] == {"role": "assistant", "content": ""}
+
+
+def test_openai_model_fallback_keeps_the_retries_of_the_rejected_request(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    request = ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA)
+    fake_provider.add(
+        FakeProvider.rate_limited(retry_after=0),
+        FakeProvider.error(400, "response_format is not supported"),
+        '{"score": 1}',
+    )
+    assert make().complete(request).retries == 1
+
+    _openai._json_in_prompt_servers.clear()
+    fake_provider.add(
+        FakeProvider.rate_limited(retry_after=0),
+        FakeProvider.error(400, "response_format is not supported"),
+        FakeProvider.rate_limited(retry_after=0),
+        '{"score": 1}',
+    )
+    assert asyncio.run(make().acomplete(request)).retries == 2
+
+    _openai._json_in_prompt_servers.clear()
+    fake_provider.add(
+        FakeProvider.rate_limited(retry_after=0),
+        FakeProvider.error(400, "response_format is not supported"),
+        FakeProvider.error(400, "context length exceeded"),
+    )
+    with pytest.raises(ProviderRequestError) as info:
+        make().complete(request)
+    assert info.value.retries == 1

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import _lessons
-from .._errors import ProviderRequestError, UsageError
+from .._errors import ProviderError, ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall, json_arguments
 from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, shown_url
@@ -165,9 +165,12 @@ class OpenAIModel(SdkClients):
         """Send ``request`` and return the reply, retrying transient errors."""
         client = self._clients.get()
         fallback = self._structured_output == "auto"
+        attempts = 0  # of the first request: its retries count when it is rejected
 
         def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
             def attempt() -> ChatCompletion:
+                nonlocal attempts
+                attempts += 1
                 return _create(client, params, fallback)
 
             return call_with_retries(
@@ -182,17 +185,26 @@ class OpenAIModel(SdkClients):
         try:
             completion, retries = send(self._params(request, self.json_in_prompt))
         except _ResponseFormatRejected:
-            completion, retries = send(self._params(request, json_in_prompt=True))
+            earlier = attempts - 1
+            try:
+                completion, retries = send(self._params(request, json_in_prompt=True))
+            except ProviderError as exc:
+                exc.retries += earlier
+                raise
+            retries += earlier
             _learn_json_in_prompt(self._base_url, self._model)
         return self._to_response(completion, request, retries)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """Async form of :meth:`complete`, over the SDK's async client."""
         fallback = self._structured_output == "auto"
+        attempts = 0  # of the first request: its retries count when it is rejected
         async with self._async_client() as client:
 
             async def send(params: dict[str, Any]) -> tuple[ChatCompletion, int]:
                 async def attempt() -> ChatCompletion:
+                    nonlocal attempts
+                    attempts += 1
                     return await _acreate(client, params, fallback)
 
                 return await acall_with_retries(
@@ -207,7 +219,13 @@ class OpenAIModel(SdkClients):
             try:
                 completion, retries = await send(self._params(request, self.json_in_prompt))
             except _ResponseFormatRejected:
-                completion, retries = await send(self._params(request, json_in_prompt=True))
+                earlier = attempts - 1
+                try:
+                    completion, retries = await send(self._params(request, json_in_prompt=True))
+                except ProviderError as exc:
+                    exc.retries += earlier
+                    raise
+                retries += earlier
                 _learn_json_in_prompt(self._base_url, self._model)
         return self._to_response(completion, request, retries)
 
