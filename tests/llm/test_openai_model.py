@@ -730,3 +730,27 @@ def test_openai_model_fallback_keeps_the_retries_of_the_rejected_request(
     with pytest.raises(ProviderRequestError) as info:
         make().complete(request)
     assert info.value.retries == 1
+
+
+def test_openai_model_strict_mode_checks_the_schemas_defs_too() -> None:
+    closed = {**SCHEMA, "additionalProperties": False}
+    with_ref = {
+        "type": "object",
+        "properties": {"answer": {"$ref": "#/$defs/A"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    open_def = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    closed_def = {**open_def, "additionalProperties": False}
+
+    assert [
+        _openai._strict_ok(schema)
+        for schema in (
+            {**with_ref, "$defs": {"A": closed_def}},
+            {**with_ref, "$defs": {"A": open_def}},
+            {**with_ref, "definitions": {"A": {**closed_def, "required": []}}},
+            {**with_ref, "$defs": {"A": {"type": "string", "maxLength": 3}}},
+            # names of properties are no keywords: a property called "format" is fine
+            {**closed, "properties": {"format": {"type": "string"}}, "required": ["format"]},
+        )
+    ] == [True, False, False, False, True]

@@ -422,11 +422,19 @@ _NOT_IN_STRICT_MODE = frozenset(
 )  # fmt: skip
 
 
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+"""Keywords whose value maps names to schemas (its keys are names, not keywords)."""
+
+_NOT_SCHEMAS = ("enum", "const", "required", "default", "examples")
+"""Keywords whose value is data, not a schema."""
+
+
 def _strict_ok(schema: Any) -> bool:
     """Whether OpenAI's strict structured output takes ``schema`` as it is: every object
-    requires all its properties and allows no others, and no keyword strict mode may
-    refuse is used (refused, the 400 would turn structured output off for the model).
-    The judges' and the simulator's schemas are."""
+    (in ``$defs`` and ``definitions`` too, where ``$ref`` points) requires all its
+    properties and allows no others, and no keyword strict mode may refuse is used
+    (refused, the 400 would turn structured output off for the model). The judges' and
+    the simulator's schemas are."""
     if isinstance(schema, dict):
         if _NOT_IN_STRICT_MODE & schema.keys():
             return False
@@ -436,8 +444,13 @@ def _strict_ok(schema: Any) -> bool:
                 return False
             if sorted(schema.get("required") or []) != sorted(properties):
                 return False
-            return all(_strict_ok(p) for p in properties.values())
-        return all(_strict_ok(v) for k, v in schema.items() if k not in ("enum", "const"))
+        for key, value in schema.items():
+            if key in _NOT_SCHEMAS:
+                continue
+            named = key in _SCHEMA_MAPS and isinstance(value, dict)
+            if not all(_strict_ok(v) for v in (value.values() if named else [value])):
+                return False
+        return True
     if isinstance(schema, list):
         return all(_strict_ok(v) for v in schema)
     return True
