@@ -754,3 +754,53 @@ def test_openai_model_strict_mode_checks_the_schemas_defs_too() -> None:
             {**closed, "properties": {"format": {"type": "string"}}, "required": ["format"]},
         )
     ] == [True, False, False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("model", "base_url", "key"),
+    [
+        ("gpt-4o-mini", None, "max_completion_tokens"),
+        ("gpt-4o-mini", "https://api.openai.com/v1", "max_completion_tokens"),
+        ("llama3.1:8b", "http://localhost:11434/v1", "max_tokens"),
+        ("o3-mini", "https://gateway.example/v1", "max_completion_tokens"),
+        ("o1", "https://gateway.example/v1", "max_completion_tokens"),
+        ("o4-mini-2025-04-16", "https://gateway.example/v1", "max_completion_tokens"),
+        ("gpt-5", "https://gateway.example/v1", "max_completion_tokens"),
+        ("gpt-5.1-mini", "https://gateway.example/v1", "max_completion_tokens"),
+        ("openai/o3", "https://openrouter.example/api/v1", "max_completion_tokens"),
+        ("gpt-4.1", "https://gateway.example/v1", "max_tokens"),
+        ("qwen3-o1-distill", "http://localhost:8000/v1", "max_tokens"),
+    ],
+)
+def test_openai_model_sends_the_token_limit_under_the_key_the_model_takes(
+    model: str, base_url: str | None, key: str
+) -> None:
+    params = OpenAIModel(model, api_key=KEY, base_url=base_url)._params(HI, json_in_prompt=False)
+
+    assert (params.get(key), len({"max_tokens", "max_completion_tokens"} & params.keys())) == (
+        1024,
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        # OpenAI's, naming the parameter
+        '{"error": {"message": "Unsupported parameter: \'max_tokens\' is not supported with '
+        'this model. Use \'max_completion_tokens\' instead.", "type": '
+        '"invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}',
+        # a gateway's, without a param
+        '{"error": {"message": "max_tokens is too large: 99999", "type": "invalid_request_error"}}',
+    ],
+)
+def test_openai_model_a_400_about_the_token_limit_is_no_response_format_rejection(
+    fake_provider: FakeProvider, make: MakeModel, error: str
+) -> None:
+    fake_provider.add(FakeProvider.raw(error, status=400), '{"score": 1}')
+    model = make()
+
+    with pytest.raises(ProviderRequestError, match="max_tokens"):
+        model.complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
+
+    assert (len(fake_provider.requests), model.json_in_prompt) == (1, False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .. import _lessons
@@ -234,13 +235,10 @@ class OpenAIModel(SdkClients):
         if request.json_schema is not None and json_in_prompt:
             instruction = json_instruction(request.json_schema)
             system = f"{system}\n\n{instruction}" if system else instruction
-        # OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens);
-        # compatible servers know max_tokens.
-        tokens_key = "max_tokens" if self._base_url else "max_completion_tokens"
         params: dict[str, Any] = {
             "model": self._model,
             "messages": to_openai_messages(request, system),
-            tokens_key: request.max_tokens or self._max_tokens,
+            tokens_key(self._model, self._base_url): request.max_tokens or self._max_tokens,
         }
         if request.temperature is not None:
             params["temperature"] = request.temperature
@@ -355,6 +353,23 @@ class OpenAIModel(SdkClients):
         )
 
 
+_REASONING_MODEL = re.compile(r"(?:^|/)(?:o[134]|gpt-5)(?:$|[-_.:])", re.IGNORECASE)
+"""OpenAI's o-series and gpt-5 names (``o3-mini``, ``gpt-5.1``, ``openai/o4-mini`` through
+a router): models that reject ``max_tokens``, wherever they are served from."""
+
+
+def tokens_key(model: str, base_url: str | None) -> str:
+    """The parameter that carries the token limit: ``max_completion_tokens`` for OpenAI's
+    own API and its reasoning models behind any URL (they reject ``max_tokens``),
+    ``max_tokens`` for other compatible servers (many know no other)."""
+    if base_url is None or _REASONING_MODEL.search(model):
+        return "max_completion_tokens"
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url).hostname or ""
+    return "max_completion_tokens" if host == "api.openai.com" else "max_tokens"
+
+
 def to_openai_messages(request: ModelRequest, system: str) -> list[dict[str, Any]]:
     """OpenAI chat ``messages`` for a request, the system prompt first."""
     messages: list[dict[str, Any]] = []
@@ -461,8 +476,8 @@ def _create(client: openai.OpenAI, params: dict[str, Any], fallback: bool) -> Ch
 
     try:
         completion: ChatCompletion = client.chat.completions.create(**params)
-    except openai.BadRequestError:
-        if fallback and "response_format" in params:
+    except openai.BadRequestError as exc:
+        if fallback and "response_format" in params and _may_reject_response_format(exc):
             raise _ResponseFormatRejected() from None
         raise
     return completion
@@ -475,11 +490,29 @@ async def _acreate(
 
     try:
         completion: ChatCompletion = await client.chat.completions.create(**params)
-    except openai.BadRequestError:
-        if fallback and "response_format" in params:
+    except openai.BadRequestError as exc:
+        if fallback and "response_format" in params and _may_reject_response_format(exc):
             raise _ResponseFormatRejected() from None
         raise
     return completion
+
+
+_TOKEN_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
+
+
+def _may_reject_response_format(exc: openai.BadRequestError) -> bool:
+    """Whether a 400 to a request with ``response_format`` may be about it: not when it
+    names another parameter (OpenAI's ``param``, or a token limit key in its message: a
+    reasoning model's "use max_completion_tokens"), which the prompt fallback would only
+    send again. Servers that say nothing about why are given the benefit of the doubt."""
+    body = exc.body if isinstance(exc.body, dict) else {}
+    message = str(body.get("message") or exc.message).lower()
+    if "response_format" in message or "json_schema" in message:
+        return True
+    param = body.get("param")
+    if isinstance(param, str) and param:
+        return param.startswith("response_format")
+    return not any(key in message for key in _TOKEN_LIMIT_KEYS)
 
 
 def classify_openai_error(exc: BaseException, timeout: float) -> Failure | None:
