@@ -477,3 +477,31 @@ def test_anthropic_model_survives_pickling(fake_provider: FakeProvider) -> None:
     copy.close()
 
     assert reply.text == "two"
+
+
+def test_anthropic_model_an_empty_base_url_variable_is_the_default_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the SDK reads ANTHROPIC_BASE_URL="" as the URL "": every call failed, retried
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "")
+    model = AnthropicModel("claude-haiku-4-5", api_key=KEY)
+
+    assert (model.name, str(model._clients.get().base_url)) == (
+        "anthropic:claude-haiku-4-5",
+        "https://api.anthropic.com",
+    )
+    model.close()
+
+
+def test_anthropic_model_a_base_url_without_a_scheme_is_a_config_error_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "gateway.internal:8080")
+
+    with pytest.raises(ConfigError) as info:
+        AnthropicModel("claude-haiku-4-5", api_key=KEY)
+
+    assert str(info.value) == (
+        "ANTHROPIC_BASE_URL='gateway.internal:8080' does not start with http:// or https://: "
+        "write the whole URL, like 'http://gateway.internal:8080'"
+    )

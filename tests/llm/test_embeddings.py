@@ -141,3 +141,26 @@ def test_openai_embeddings_usage_and_retries_are_accounted_to_the_item(
 
     assert (ctx.judge_calls, ctx.retries) == (2, 2)
     assert ctx.judge_by_model == {embeddings.name: Usage(input_tokens=3)}
+
+
+def test_openai_embeddings_an_empty_base_url_variable_is_the_default_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    embeddings = OpenAIEmbeddings(api_key=KEY)
+
+    assert (embeddings.name, str(embeddings._clients.get().base_url)) == (
+        "openai:text-embedding-3-small",
+        "https://api.openai.com/v1/",
+    )
+    embeddings.close()
+
+
+def test_openai_embeddings_a_base_url_without_a_scheme_is_a_config_error_at_once() -> None:
+    with pytest.raises(ConfigError) as info:
+        OpenAIEmbeddings(api_key=KEY, base_url="localhost:11434/v1")
+
+    assert str(info.value) == (
+        "OpenAIEmbeddings(base_url='localhost:11434/v1') does not start with http:// or "
+        "https://: write the whole URL, like 'http://localhost:11434/v1'"
+    )

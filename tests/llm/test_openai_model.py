@@ -804,3 +804,58 @@ def test_openai_model_a_400_about_the_token_limit_is_no_response_format_rejectio
         model.complete(ModelRequest(messages=[Message.user("Judge")], json_schema=SCHEMA))
 
     assert (len(fake_provider.requests), model.json_in_prompt) == (1, False)
+
+
+def test_openai_model_an_empty_base_url_variable_is_the_default_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the SDK reads OPENAI_BASE_URL="" as the URL "": every call failed, retried
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    model = OpenAIModel("gpt-4o-mini", api_key=KEY)
+
+    assert (model.name, str(model._clients.get().base_url)) == (
+        "openai:gpt-4o-mini",
+        "https://api.openai.com/v1/",
+    )
+    model.close()
+
+
+@pytest.mark.parametrize(
+    ("argument", "variable", "error"),
+    [
+        (
+            "localhost:11434/v1",
+            None,
+            "OpenAIModel(base_url='localhost:11434/v1') does not start with http:// or "
+            "https://: write the whole URL, like 'http://localhost:11434/v1'",
+        ),
+        (
+            None,
+            "localhost:11434/v1",
+            "OPENAI_BASE_URL='localhost:11434/v1' does not start with http:// or https://: "
+            "write the whole URL, like 'http://localhost:11434/v1'",
+        ),
+        (
+            "http://localhost:abc/v1",
+            None,
+            "OpenAIModel(base_url='http://localhost:abc/v1') is not a valid URL (Port could "
+            "not be cast to integer value as 'abc'): check the host and port",
+        ),
+        (
+            "http:///v1",
+            None,
+            "OpenAIModel(base_url='http:///v1') names no host: write it like "
+            "'http://localhost:8000/v1'",
+        ),
+    ],
+)
+def test_openai_model_a_base_url_it_cannot_call_is_a_config_error_at_once(
+    monkeypatch: pytest.MonkeyPatch, argument: str | None, variable: str | None, error: str
+) -> None:
+    if variable is not None:
+        monkeypatch.setenv("OPENAI_BASE_URL", variable)
+
+    with pytest.raises(ConfigError) as info:
+        OpenAIModel("llama3.1:8b", api_key=KEY, base_url=argument)
+
+    assert str(info.value) == error

@@ -295,3 +295,34 @@ def test_acall_with_retries_records_its_retries_on_the_final_error() -> None:
         )
 
     assert info.value.retries == 1
+
+
+def test_a_url_the_sdk_cannot_call_is_a_request_error_at_once() -> None:
+    import openai
+
+    from agenteval.llm._openai import classify_openai_error
+
+    client = openai.OpenAI(api_key="sk-test", base_url="ftp://127.0.0.1/v1", max_retries=0)
+    sleeps: list[float] = []
+
+    def call() -> object:
+        return client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
+
+    with pytest.raises(ProviderRequestError) as info:
+        call_with_retries(
+            call,
+            classify=lambda exc: classify_openai_error(exc, 60.0),
+            policy=RetryPolicy(sleep=sleeps.append),
+            label="openai-compatible:m@ftp://127.0.0.1/v1",
+        )
+    client.close()
+
+    assert str(info.value) == (
+        "openai-compatible:m@ftp://127.0.0.1/v1 cannot call its base URL (UnsupportedProtocol: "
+        "Request URL has an unsupported protocol 'ftp://'.): check base_url (or the *_BASE_URL "
+        "variable) for an http:// or https:// URL with a valid host and port; configuration "
+        "errors are not retried"
+    )
+    assert (info.value.retries, sleeps) == (0, [])

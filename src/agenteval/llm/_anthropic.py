@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .._usage import Usage
 from ..trajectory._messages import ToolCall
-from ._client import ForkSafeClient, SdkClients, resolve_api_key, shown_url
+from ._client import ForkSafeClient, SdkClients, resolve_api_key, resolve_base_url, shown_url
 from ._retry import (
     Classifier,
     Failure,
@@ -71,9 +70,9 @@ class AnthropicModel(SdkClients):
     ) -> None:
         self._model = model
         self._api_key = resolve_api_key(api_key, _ENV_KEY, "AnthropicModel", base_url)
-        self._base_url = base_url
-        # another server than the SDK's default (its variable included) names its own
-        server = base_url or os.environ.get("ANTHROPIC_BASE_URL")
+        self._base_url = resolve_base_url(base_url, "ANTHROPIC_BASE_URL", "AnthropicModel")
+        # another server than the provider's own (its variable included) names its own
+        server = self._base_url
         self._name = f"anthropic:{model}@{shown_url(server)}" if server else f"anthropic:{model}"
         self._max_tokens = max_tokens
         self._timeout = timeout
@@ -88,6 +87,7 @@ class AnthropicModel(SdkClients):
         self._clients: ForkSafeClient[anthropic.Anthropic] = ForkSafeClient(self._new_client)
 
     _sdk_name = "anthropic"
+    _default_base_url = "https://api.anthropic.com"
 
     @property
     def retry(self) -> RetryPolicy:

@@ -44,6 +44,38 @@ def resolve_api_key(api_key: str | None, env_var: str, owner: str, base_url: str
     raise ConfigError(f"No API key for {owner}: set {env_var} or pass api_key=")
 
 
+def resolve_base_url(base_url: str | None, env_var: str, owner: str) -> str | None:
+    """The server to call: ``base_url``, else ``env_var``, else ``None`` for the provider's
+    own. An empty ``env_var`` is unset (the SDK would take it for a URL, and fail every
+    call), and a URL without ``http://`` or ``https://`` fails here rather than at each call.
+
+    Raises:
+        ConfigError: the URL is not an ``http://`` or ``https://`` URL with a host.
+    """
+    from urllib.parse import urlsplit
+
+    url = base_url or os.environ.get(env_var, "").strip() or None
+    if url is None:
+        return None
+    where = f"{owner}(base_url={url!r})" if base_url else f"{env_var}={url!r}"
+    if not url.lower().startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{where} does not start with http:// or https://: write the whole URL, like "
+            f"'http://{url.split('://', 1)[-1]}'"
+        )
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ConfigError(f"{where} has a space or a control character in it: remove it")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises for a port that is not a number)
+        (parts.hostname or "").encode("idna")  # (raises for an empty label, as in 'a..b')
+    except (UnicodeError, ValueError) as exc:
+        raise ConfigError(f"{where} is not a valid URL ({exc}): check the host and port") from None
+    if not parts.hostname:
+        raise ConfigError(f"{where} names no host: write it like 'http://localhost:8000/v1'")
+    return url
+
+
 def shown_url(url: str) -> str:
     """``url`` as a model's name shows it: without a user and password, and with the values
     of query parameters that look like secrets (``?api-key=...``) masked. Those secrets are
@@ -152,7 +184,8 @@ class SdkClients:
     _client_class: Any
     _async_client_class: Any
     _api_key: str
-    _base_url: str | None
+    _base_url: str | None  # None: the provider's own, ``_default_base_url``
+    _default_base_url: str
     _timeout: float
     _clients: ForkSafeClient[Any]
     _retry: RetryPolicy
@@ -185,7 +218,8 @@ class SdkClients:
     def _client_options(self) -> dict[str, Any]:
         return {
             "api_key": self._api_key,
-            "base_url": self._base_url,
+            # always given: the SDK would read an empty *_BASE_URL variable as the URL ""
+            "base_url": self._base_url or self._default_base_url,
             "timeout": self._timeout,
             "max_retries": 0,
         }

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from .._errors import ProviderError, ProviderRequestError
 from .._usage import Usage
-from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key
-from ._openai import ENV_KEY, KEY_HINT, classify_openai_error
+from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, resolve_base_url
+from ._openai import DEFAULT_BASE_URL, ENV_KEY, KEY_HINT, classify_openai_error
 from ._retry import Failure, RetryPolicy, call_with_retries
 from ._types import EmbeddingsResult
 
@@ -39,7 +38,7 @@ class OpenAIEmbeddings(SdkClients):
         retry: RetryPolicy | None = None,
     ) -> None:
         self._model = model
-        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._base_url = resolve_base_url(base_url, "OPENAI_BASE_URL", "OpenAIEmbeddings")
         self._name = openai_name(model, self._base_url)
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIEmbeddings", self._base_url)
         self._timeout = timeout
@@ -51,6 +50,7 @@ class OpenAIEmbeddings(SdkClients):
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     _sdk_name = "openai"
+    _default_base_url = DEFAULT_BASE_URL
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddings({self._model!r})"

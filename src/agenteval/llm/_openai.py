@@ -7,7 +7,6 @@ Also serves any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, ...) t
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -15,7 +14,14 @@ from .. import _lessons
 from .._errors import ProviderError, ProviderRequestError, UsageError
 from .._usage import Usage
 from ..trajectory._messages import ToolCall, json_arguments
-from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, shown_url
+from ._client import (
+    ForkSafeClient,
+    SdkClients,
+    openai_name,
+    resolve_api_key,
+    resolve_base_url,
+    shown_url,
+)
 from ._retry import (
     Classifier,
     Failure,
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
 
 ENV_KEY = "OPENAI_API_KEY"
 KEY_HINT = f"{ENV_KEY} or the api_key= argument"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 
 StructuredOutput = Literal["auto", "json_schema", "prompt"]
@@ -104,7 +111,7 @@ class OpenAIModel(SdkClients):
                 "'auto', 'json_schema' or 'prompt'"
             )
         self._model = model
-        self._base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._base_url = resolve_base_url(base_url, "OPENAI_BASE_URL", "OpenAIModel")
         self._name = openai_name(model, self._base_url)
         self._api_key = resolve_api_key(api_key, ENV_KEY, "OpenAIModel", self._base_url)
         self._max_tokens = max_tokens
@@ -121,6 +128,7 @@ class OpenAIModel(SdkClients):
         self._clients: ForkSafeClient[openai.OpenAI] = ForkSafeClient(self._new_client)
 
     _sdk_name = "openai"
+    _default_base_url = DEFAULT_BASE_URL
 
     @property
     def retry(self) -> RetryPolicy:

@@ -93,11 +93,15 @@ class Failure:
 
     ``summary`` is a short, one-line description of the error (status, type, message) that
     goes into the final exception message; ``retry_after`` is the server's hint in seconds.
+    ``explained``, for a final error that is not the server's verdict on the request (a
+    URL that cannot be called, a reply of the wrong kind), is the message after the
+    model's name, in place of the kind's usual one.
     """
 
     kind: FailureKind
     summary: str
     retry_after: float | None = None
+    explained: str | None = None
 
 
 Classifier = Callable[[BaseException], "Failure | None"]
@@ -161,6 +165,16 @@ def classify_sdk_error(
         return status(exc)
     if isinstance(exc, sdk.APITimeoutError):
         return Failure("transient", f"timed out after {timeout:g}s")
+    if _bad_url(exc, httpx2):
+        return Failure(
+            "request",
+            root_cause(exc),
+            explained=(
+                f"cannot call its base URL ({root_cause(exc)}): check base_url (or the "
+                "*_BASE_URL variable) for an http:// or https:// URL with a valid host and port; "
+                "configuration errors are not retried"
+            ),
+        )
     if isinstance(exc, sdk.APIConnectionError):
         return Failure("transient", f"connection error: {root_cause(exc)}")
     if isinstance(exc, httpx2.TimeoutException):
@@ -174,6 +188,17 @@ def classify_sdk_error(
             "transient", f"{reading} was not valid JSON ({exc.msg} at character {exc.pos})"
         )
     return None
+
+
+def _bad_url(exc: BaseException, httpx2: Any) -> bool:
+    """Whether ``exc`` (or what caused it) says the URL cannot be called at all: a scheme
+    other than http(s), or no valid host or port. Retrying would fail the same way."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (httpx2.UnsupportedProtocol, httpx2.InvalidURL)):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def by_status(status: int, summary: str, retry_after: float | None) -> Failure:
@@ -217,6 +242,11 @@ class _Attempts:
 
     def _final(self, failure: Failure) -> ProviderError:
         summary = failure.summary
+        if failure.explained is not None:
+            final = {"auth": ProviderAuthError, "quota": ProviderQuotaError}.get(
+                failure.kind, ProviderRequestError
+            )
+            return final(self.redact(f"{self.label} {failure.explained}"))
         if failure.kind == "auth":
             return ProviderAuthError(
                 self.redact(
