@@ -108,3 +108,50 @@ def test_default_agent_model_reads_its_own_variable(monkeypatch: pytest.MonkeyPa
     assert agent is not None and agent.name == "openai-compatible:qwen@http://127.0.0.1:8000/v1"
     monkeypatch.delenv("AGENTEVAL_AGENT_MODEL")
     assert default_agent_model() is None
+
+
+def test_model_sends_an_anthropic_model_to_the_server_its_spec_names() -> None:
+    built = model("anthropic:claude-x@http://gw:1", api_key="sk-ant-test-123456")
+
+    assert isinstance(built, AnthropicModel)
+    assert (built.name, built._model, built._base_url) == (
+        "anthropic:claude-x@http://gw:1",
+        "claude-x",
+        "http://gw:1",
+    )
+    # a Vertex-style version after "@" is part of the model's id, not a server
+    assert model("anthropic:claude-x@20241022", api_key="sk-ant-test-123456")._model == (  # type: ignore[attr-defined]
+        "claude-x@20241022"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "message"),
+    [
+        (
+            "openai:gpt-x@http://gw:1/v1",
+            {},
+            "'openai:gpt-x@http://gw:1/v1' names a server: use "
+            "'openai-compatible:gpt-x@http://gw:1/v1' for a model there",
+        ),
+        (
+            "anthropic:claude-x@http://gw:1",
+            {"base_url": "http://other:2"},
+            "'anthropic:claude-x@http://gw:1' names a server and base_url='http://other:2' "
+            "another: give one",
+        ),
+        (
+            "openai-compatible:m@http://gw:1/v1",
+            {"base_url": "http://other:2/v1"},
+            "'openai-compatible:m@http://gw:1/v1' names a server and "
+            "base_url='http://other:2/v1' another: give one",
+        ),
+    ],
+)
+def test_model_a_server_it_cannot_honour_is_a_config_error(
+    spec: str, kwargs: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        model(spec, api_key="sk-test-123456", **kwargs)
+
+    assert str(info.value) == message

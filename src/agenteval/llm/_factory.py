@@ -22,12 +22,14 @@ def model(spec: str, **kwargs: Any) -> Model:
 
     Use it to pick a model from configuration: ``"anthropic:claude-haiku-4-5"``,
     ``"openai:gpt-4o-mini"`` or ``"openai-compatible:llama3.1:8b@http://localhost:11434/v1"``
-    (vLLM, Ollama, llama.cpp server, ...). Example::
+    (vLLM, Ollama, llama.cpp server, ...); ``"anthropic:MODEL@https://gateway:8443"`` sends
+    a Claude model to a proxy, as the model's name shows it. Example::
 
         judge = model("openai:gpt-4o-mini", timeout=30.0)
 
     Raises:
-        ConfigError: the spec names no known provider, or no API key is available.
+        ConfigError: the spec names no known provider, a server twice (in the spec and as
+            ``base_url``) or one for ``openai:``, or no API key is available.
     """
     return _build(spec, repr(spec), kwargs)
 
@@ -61,12 +63,23 @@ def _build(spec: str, origin: str, kwargs: dict[str, Any]) -> Model:
     name = name.strip()
     if not sep or not name:
         raise ConfigError(f"{origin} is not a model spec: {_FORMS}")
+    # a server in the spec, as a model's name shows it: "NAME@http://host:port"
+    match = _COMPATIBLE.match(name)
+    if match is not None and "base_url" in kwargs:
+        raise ConfigError(
+            f"{origin} names a server and base_url={kwargs['base_url']!r} another: give one"
+        )
     if provider == "anthropic":
+        if match is not None:
+            return AnthropicModel(match["name"], base_url=match["url"], **kwargs)
         return AnthropicModel(name, **kwargs)
     if provider == "openai":
+        if match is not None:
+            raise ConfigError(
+                f"{origin} names a server: use 'openai-compatible:{name}' for a model there"
+            )
         return OpenAIModel(name, **kwargs)
     if provider == "openai-compatible":
-        match = _COMPATIBLE.match(name)
         if match is None:
             raise ConfigError(
                 f"{origin} has no server URL: use 'openai-compatible:MODEL@http://host:port/v1'"
