@@ -164,3 +164,76 @@ def test_openai_embeddings_a_base_url_without_a_scheme_is_a_config_error_at_once
         "OpenAIEmbeddings(base_url='localhost:11434/v1') does not start with http:// or "
         "https://: write the whole URL, like 'http://localhost:11434/v1'"
     )
+
+
+def _embeddings_body(data: str) -> str:
+    return (
+        '{"object": "list", "model": "e", "usage": {"prompt_tokens": 3, "total_tokens": 3}, '
+        f'"data": {data}}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "error"),
+    [
+        (
+            "<html>app</html>",
+            "text/html",
+            "answered with '<html>app</html>', not an embeddings response: check that base_url "
+            "points at an OpenAI-compatible API (its /v1)",
+        ),
+        (
+            _embeddings_body("null"),
+            "application/json",
+            "returned a malformed embeddings response (its data is None, not a list): check "
+            "that the server implements the OpenAI embeddings API",
+        ),
+        (
+            _embeddings_body('[{"embedding": [1, 0]}, {"embedding": [0, 1]}]'),
+            "application/json",
+            "returned a malformed embeddings response (an embedding has the index None): "
+            "check that the server implements the OpenAI embeddings API",
+        ),
+        (
+            _embeddings_body(
+                '[{"index": 0, "embedding": "AAAAAAAAgD8="}, {"index": 1, "embedding": "AA=="}]'
+            ),
+            "application/json",
+            "returned a malformed embeddings response (embedding 0 is text, not a list of "
+            "numbers (base64? encoding_format='float' was asked for)): check that the server "
+            "implements the OpenAI embeddings API",
+        ),
+        (
+            _embeddings_body('[{"index": 0, "embedding": null}, {"index": 1, "embedding": [1]}]'),
+            "application/json",
+            "returned a malformed embeddings response (embedding 0 is None, not a list of "
+            "numbers): check that the server implements the OpenAI embeddings API",
+        ),
+        (
+            _embeddings_body(
+                '[{"index": 0, "embedding": [[1, 0]]}, {"index": 1, "embedding": [[0, 1]]}]'
+            ),
+            "application/json",
+            "returned a malformed embeddings response (embedding 0 is [[1, 0]], not a list of "
+            "numbers): check that the server implements the OpenAI embeddings API",
+        ),
+        (
+            _embeddings_body('[{"index": 0, "embedding": [1]}, {"index": 0, "embedding": [0]}]'),
+            "application/json",
+            "returned a malformed embeddings response (the indexes of 2 embeddings are [0, 0], "
+            "not 0 to 1): check that the server implements the OpenAI embeddings API",
+        ),
+    ],
+)
+def test_openai_embeddings_a_malformed_reply_is_one_line_at_once(
+    fake_provider: FakeProvider, body: str, content_type: str, error: str
+) -> None:
+    fake_provider.add(FakeProvider.raw(body, content_type=content_type))
+    embeddings = _embeddings(fake_provider)
+
+    with pytest.raises(ProviderRequestError) as info:
+        embeddings.embed(["a", "b"])
+    embeddings.close()
+
+    assert str(info.value) == f"{embeddings.name} {error}"
+    assert len(fake_provider.requests) == 1

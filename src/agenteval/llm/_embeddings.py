@@ -8,7 +8,7 @@ from .._errors import ProviderError, ProviderRequestError
 from .._usage import Usage
 from ._client import ForkSafeClient, SdkClients, openai_name, resolve_api_key, resolve_base_url
 from ._openai import DEFAULT_BASE_URL, ENV_KEY, KEY_HINT, classify_openai_error
-from ._retry import Failure, RetryPolicy, call_with_retries
+from ._retry import Failure, RetryPolicy, call_with_retries, one_line
 from ._types import EmbeddingsResult
 
 if TYPE_CHECKING:
@@ -115,12 +115,63 @@ class OpenAIEmbeddings(SdkClients):
             secrets=[self._api_key],
             key_hint=KEY_HINT,
         )
-        data = sorted(response.data, key=lambda item: item.index)
-        if len(data) != len(texts):
+        return self._read(response, len(texts)), _input_tokens(response), retries
+
+    def _read(self, response: object, count: int) -> list[list[float]]:
+        """The vectors of an embeddings response, in the order of the texts sent."""
+        from openai.types import CreateEmbeddingResponse
+
+        if not isinstance(response, CreateEmbeddingResponse):  # a web page, say
             raise ProviderRequestError(
-                f"{self.name} returned {len(data)} embeddings for {len(texts)} texts: check "
-                "that the server implements the OpenAI embeddings API"
+                f"{self.name} answered with {one_line(repr(response), 80)}, not an embeddings "
+                "response: check that base_url points at an OpenAI-compatible API (its /v1)"
             )
-        tokens = getattr(response.usage, "prompt_tokens", None) or 0
-        vectors = [[float(x) for x in item.embedding] for item in data]
-        return vectors, Usage(input_tokens=tokens), retries
+        data = response.data
+        if not isinstance(data, list):
+            raise self._malformed(f"its data is {one_line(repr(data), 60)}, not a list")
+        vectors: dict[int, list[float]] = {}
+        for item in data:
+            index = getattr(item, "index", None)
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise self._malformed(f"an embedding has the index {index!r}")
+            vectors[index] = self._vector(getattr(item, "embedding", None), index)
+        if len(data) != count:
+            raise ProviderRequestError(
+                f"{self.name} returned {len(data)} embeddings for {count} texts: check that "
+                "the server implements the OpenAI embeddings API"
+            )
+        if sorted(vectors) != list(range(count)):
+            indexes = [item.index for item in data]
+            raise self._malformed(
+                f"the indexes of {count} embeddings are {one_line(repr(indexes), 60)}, not 0 "
+                f"to {count - 1}"
+            )
+        return [vectors[i] for i in range(count)]
+
+    def _vector(self, embedding: object, index: int) -> list[float]:
+        if isinstance(embedding, str):  # base64, though encoding_format="float" was sent
+            raise self._malformed(
+                f"embedding {index} is text, not a list of numbers (base64? "
+                "encoding_format='float' was asked for)"
+            )
+        if not isinstance(embedding, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in embedding
+        ):
+            raise self._malformed(
+                f"embedding {index} is {one_line(repr(embedding), 60)}, not a list of numbers"
+            )
+        return [float(x) for x in embedding]
+
+    def _malformed(self, what: str) -> ProviderRequestError:
+        return ProviderRequestError(
+            f"{self.name} returned a malformed embeddings response ({what}): check that the "
+            "server implements the OpenAI embeddings API"
+        )
+
+
+def _input_tokens(response: object) -> Usage:
+    """The tokens the server counted; what is not a count is 0 (the vectors are still good)."""
+    tokens = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        tokens = 0
+    return Usage(input_tokens=tokens)
