@@ -15,7 +15,7 @@ from agenteval._cache_settings import CacheSettings
 from agenteval._context import enter_item, exit_item
 from agenteval._errors import ConfigError, JudgeError
 from agenteval._usage import Usage
-from agenteval.judges import AgentJudge
+from agenteval.judges import AgentJudge, _prompt
 from agenteval.llm import _cache
 from agenteval.llm._types import ModelResponse
 from agenteval.testing._scripted import ScriptedModel
@@ -518,3 +518,24 @@ def test_agent_judge_calls_the_model_every_time_with_the_cache_off(tmp_path: Pat
 
     assert len(model.requests) == 2
     assert not (tmp_path / "cache").exists()
+
+
+def test_agent_judge_takes_no_verdict_from_a_reply_cut_off_at_the_token_limit(
+    cache_on: Path,
+) -> None:
+    # a verdict cut off in its score ("score": 0 of 0.8) reads as a whole one
+    cut = {**verdict(0, "Mostly right."), "stop_reason": "max_tokens"}
+    model = ScriptedModel(
+        [cut, verdict(0.8, "Mostly right."), verdict(0.7, "Again.")], cacheable=True
+    )
+    judge = AgentJudge(model, CRITERIA)
+
+    result = judge.evaluate("Paris")
+    assert (result.score, len(model.requests)) == (0.8, 2)
+    again = judge.evaluate("Paris")
+
+    assert model.requests[1].messages[-1].content == _prompt.correction(
+        "the reply was cut off at the token limit, so its verdict may be incomplete"
+    )
+    # the cut-off reply was not stored: the same request is asked again
+    assert (again.score, model.requests[2]) == (0.7, model.requests[0])

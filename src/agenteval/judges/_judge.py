@@ -252,6 +252,9 @@ def _error_of(response: ModelResponse) -> str | None:
         if response.stop_reason in _CUT_OFF:
             return f"{exc}: it was cut off at the token limit"
         return str(exc)
+    if response.stop_reason in _CUT_OFF:
+        # what reads as a verdict may be the start of one ("score": 0 of 0.8): never one
+        return "the reply was cut off at the token limit, so its verdict may be incomplete"
     return None
 
 
