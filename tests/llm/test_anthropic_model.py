@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from agenteval._errors import (
 )
 from agenteval._usage import Usage
 from agenteval.llm import AnthropicModel, ModelRequest, RetryPolicy, ToolSpec
-from agenteval.testing import FakeProvider
+from agenteval.testing import FakeProvider, FakeReply
 from agenteval.trajectory._messages import Message, ToolCall
 
 KEY = "sk-ant-test-0123456789abcdef"
@@ -505,3 +506,161 @@ def test_anthropic_model_a_base_url_without_a_scheme_is_a_config_error_at_once(
         "ANTHROPIC_BASE_URL='gateway.internal:8080' does not start with http:// or https://: "
         "write the whole URL, like 'http://gateway.internal:8080'"
     )
+
+
+def _stream(
+    *blocks: tuple[str, str],
+    stop_reason: str = "end_turn",
+    start_usage: str = '{"input_tokens": 10, "output_tokens": 1}',
+    stop: bool = True,
+) -> FakeReply:
+    """A 200 event stream, as the API sends it: each block ``(tool name or "", text or the
+    tool's JSON input)`` in one delta."""
+
+    def event(name: str, data: str) -> str:
+        return f"event: {name}\ndata: {data}\n\n"
+
+    frames = [
+        event(
+            "message_start",
+            '{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": '
+            '"assistant", "model": "claude-test", "content": [], "stop_reason": null, '
+            f'"usage": {start_usage}}}}}',
+        )
+    ]
+    for index, (tool, text) in enumerate(blocks):
+        if tool:
+            start = (
+                f'{{"type": "tool_use", "id": "toolu_{index}", "name": "{tool}", "input": {{}}}}'
+            )
+            delta = {"type": "input_json_delta", "partial_json": text}
+        else:
+            start, delta = '{"type": "text", "text": ""}', {"type": "text_delta", "text": text}
+        frames += [
+            event(
+                "content_block_start",
+                f'{{"type": "content_block_start", "index": {index}, "content_block": {start}}}',
+            ),
+            event(
+                "content_block_delta",
+                json.dumps({"type": "content_block_delta", "index": index, "delta": delta}),
+            ),
+            event("content_block_stop", f'{{"type": "content_block_stop", "index": {index}}}'),
+        ]
+    if stop:
+        frames += [
+            event(
+                "message_delta",
+                f'{{"type": "message_delta", "delta": {{"stop_reason": "{stop_reason}"}}, '
+                '"usage": {"output_tokens": 7}}',
+            ),
+            event("message_stop", '{"type": "message_stop"}'),
+        ]
+    return FakeProvider.raw("".join(frames), content_type="text/event-stream")
+
+
+def test_anthropic_model_a_structured_reply_cut_off_at_max_tokens_is_no_verdict(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    # the SDK's partial JSON of the cut input would read {"reasoning": ..., "score": 0}
+    cut = '{"reasoning": "Mostly right.", "score": 0'
+    fake_provider.add(_stream(("verdict", cut), stop_reason="max_tokens"))
+    request = ModelRequest(
+        messages=[Message.user("Judge")], json_schema=SCHEMA, schema_name="verdict"
+    )
+
+    reply = make().complete(request)
+
+    assert (reply.structured, reply.text, reply.stop_reason) == (None, cut, "max_tokens")
+
+
+@pytest.mark.parametrize(
+    ("partial_json", "inputs"),
+    [
+        ("[1, 2]", {"_arguments": [1, 2]}),
+        ('"str"', {"_arguments": "str"}),
+        ('{"a": 1,}', {"_invalid_json_arguments": '{"a": 1,}'}),
+        ("", {}),
+    ],
+)
+def test_anthropic_model_keeps_a_tool_input_that_is_no_json_object_as_openai_does(
+    fake_provider: FakeProvider, make: MakeModel, partial_json: str, inputs: dict[str, Any]
+) -> None:
+    fake_provider.add(_stream(("lookup_order", partial_json), stop_reason="tool_use"))
+
+    reply = make().complete(HI)
+
+    assert reply.tool_calls == [ToolCall(id="toolu_0", name="lookup_order", inputs=inputs)]
+
+
+def test_anthropic_model_a_structured_input_that_is_no_object_is_no_verdict(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(_stream(("verdict", "[0.8]"), stop_reason="tool_use"))
+    request = ModelRequest(
+        messages=[Message.user("Judge")], json_schema=SCHEMA, schema_name="verdict"
+    )
+
+    reply = make().complete(request)
+
+    assert (reply.structured, reply.text) == (None, "[0.8]")
+
+
+def test_anthropic_model_usage_null_keeps_the_reply(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(_stream(("", "Hello!"), start_usage="null"))
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.usage) == ("Hello!", Usage(output_tokens=7))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_anthropic_model_a_reply_that_is_not_a_stream_is_one_line_at_once(
+    fake_provider: FakeProvider, make: MakeModel, asynchronous: bool
+) -> None:
+    fake_provider.add(FakeProvider.raw("<html>app</html>", content_type="text/html"), "unused")
+    model = make()
+
+    with pytest.raises(ProviderRequestError) as info:
+        asyncio.run(model.acomplete(HI)) if asynchronous else model.complete(HI)
+
+    assert str(info.value) == (
+        f"{model.name} answered with text/html '<html>app</html>', not a Messages API event "
+        "stream: check that base_url points at an Anthropic-compatible API"
+    )
+    assert len(fake_provider.requests) == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_anthropic_model_reads_a_whole_message_sent_instead_of_a_stream(
+    fake_provider: FakeProvider, make: MakeModel, asynchronous: bool
+) -> None:
+    # a proxy that ignores "stream": true
+    message = (
+        '{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", '
+        '"content": [{"type": "text", "text": "Whole."}], "stop_reason": "end_turn", '
+        '"usage": {"input_tokens": 3, "output_tokens": 2}}'
+    )
+    fake_provider.add(FakeProvider.raw(message))
+    model = make()
+
+    reply = asyncio.run(model.acomplete(HI)) if asynchronous else model.complete(HI)
+
+    assert (reply.text, reply.stop_reason, reply.usage, reply.retries) == (
+        "Whole.",
+        "end_turn",
+        Usage(input_tokens=3, output_tokens=2),
+        0,
+    )
+
+
+def test_anthropic_model_a_stream_cut_off_is_still_retried(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(_stream(("", "Hel"), stop=False), "Hello!")
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries, len(fake_provider.requests)) == ("Hello!", 1, 2)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._usage import Usage
-from ..trajectory._messages import ToolCall
+from ..trajectory._messages import INVALID_JSON, ToolCall
 from ._client import ForkSafeClient, SdkClients, resolve_api_key, resolve_base_url, shown_url
 from ._retry import (
     Classifier,
@@ -42,6 +42,12 @@ _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error
 
 class _IncompleteStream(Exception):
     """The response stream ended before ``message_stop``: retried like a dropped connection."""
+
+
+class _Unreadable(Exception):
+    """A 200 reply that is no Messages API reply (a web page, a stream of something else):
+    never retried, as a wrong URL or proxy answers so every time. The message is what the
+    final error says after the model's name."""
 
 
 class AnthropicModel(SdkClients):
@@ -119,11 +125,16 @@ class AnthropicModel(SdkClients):
         params = self._params(request)
         client = self._clients.get()
 
-        def attempt() -> AnthropicMessage:
-            with client.messages.stream(**params) as stream:
-                return _final_message(stream)
+        def attempt() -> _Reply:
+            with client.messages.create(**params, stream=True) as stream:
+                if not _is_event_stream(stream.response):
+                    return _whole_reply(stream.response, stream.response.read())
+                reply = _Reply()
+                for event in stream:
+                    reply.add(event)
+                return reply.finished()
 
-        message, retries = call_with_retries(
+        reply, retries = call_with_retries(
             attempt,
             classify=self._classifier(),
             policy=self._retry,
@@ -131,18 +142,23 @@ class AnthropicModel(SdkClients):
             secrets=[self._api_key],
             key_hint=_KEY_HINT,
         )
-        return _to_response(message, request, retries)
+        return reply.to_response(request, retries, self._model)
 
     async def acomplete(self, request: ModelRequest) -> ModelResponse:
         """Async form of :meth:`complete`, over the SDK's async client."""
         params = self._params(request)
         async with self._async_client() as client:
 
-            async def attempt() -> AnthropicMessage:
-                async with client.messages.stream(**params) as stream:
-                    return await _afinal_message(stream)
+            async def attempt() -> _Reply:
+                async with await client.messages.create(**params, stream=True) as stream:
+                    if not _is_event_stream(stream.response):
+                        return _whole_reply(stream.response, await stream.response.aread())
+                    reply = _Reply()
+                    async for event in stream:
+                        reply.add(event)
+                    return reply.finished()
 
-            message, retries = await acall_with_retries(
+            reply, retries = await acall_with_retries(
                 attempt,
                 classify=self._classifier(),
                 policy=self._retry,
@@ -150,7 +166,7 @@ class AnthropicModel(SdkClients):
                 secrets=[self._api_key],
                 key_hint=_KEY_HINT,
             )
-        return _to_response(message, request, retries)
+        return reply.to_response(request, retries, self._model)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages = to_anthropic_messages(request)
@@ -238,62 +254,184 @@ def to_anthropic_messages(request: ModelRequest) -> tuple[str, list[dict[str, An
     return "\n\n".join(system_parts), turns
 
 
-def _final_message(stream: Any) -> AnthropicMessage:
-    stopped = False
-    for event in stream:
-        if event.type == "message_stop":
-            stopped = True
-    if not stopped:
-        raise _IncompleteStream("the response stream ended before message_stop")
-    message: AnthropicMessage = stream.get_final_message()
-    return message
+def _is_event_stream(response: Any) -> bool:
+    """Whether a 200 reply is a server-sent-events stream (a reply without a Content-Type
+    is read as one)."""
+    content_type = str(response.headers.get("content-type", "")).lower()
+    return not content_type or content_type.startswith("text/event-stream")
 
 
-async def _afinal_message(stream: Any) -> AnthropicMessage:
-    stopped = False
-    events: AsyncIterator[Any] = stream.__aiter__()
-    async for event in events:
-        if event.type == "message_stop":
-            stopped = True
-    if not stopped:
-        raise _IncompleteStream("the response stream ended before message_stop")
-    message: AnthropicMessage = await stream.get_final_message()
-    return message
+def _whole_reply(response: Any, body: bytes) -> _Reply:
+    """A 200 reply that is not a stream: a whole Message, as a proxy that ignores
+    ``stream: true`` sends it, is read; anything else is :class:`_Unreadable`."""
+    from anthropic.types import Message as AnthropicMessage
+    from pydantic import ValidationError
 
-
-def _to_response(message: AnthropicMessage, request: ModelRequest, retries: int) -> ModelResponse:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    structured: dict[str, Any] | None = None
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
-            inputs = dict(block.input)
-            if request.json_schema is not None and block.name == request.schema_name:
-                structured = structured if structured is not None else inputs
-            else:
-                calls.append(ToolCall(id=block.id, name=block.name, inputs=inputs))
-    text = "".join(texts)
-    if structured is not None:
-        text = json.dumps(structured)
-    elif request.json_schema is not None:
-        structured = extract_json_object(text)
-    usage = message.usage
-    return ModelResponse(
-        text=text,
-        tool_calls=calls,
-        structured=structured,
-        usage=Usage(
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cache_read_tokens=usage.cache_read_input_tokens or 0,
-            cache_write_tokens=usage.cache_creation_input_tokens or 0,
-        ),
-        model=message.model,
-        stop_reason=message.stop_reason,
-        retries=retries,
+    content_type = response.headers.get("content-type", "")
+    try:
+        data = json.loads(body)
+        if isinstance(data, dict) and data.get("type") == "message":
+            return _Reply.of_message(AnthropicMessage.model_validate(data))
+    except (ValueError, ValidationError):  # (a JSONDecodeError is a ValueError)
+        pass
+    text = body.decode("utf-8", "replace")
+    raise _Unreadable(
+        f"answered with {content_type} {one_line(repr(text), 80)}, not a Messages API "
+        "event stream: check that base_url points at an Anthropic-compatible API"
     )
+
+
+@dataclass
+class _Block:
+    """One content block of a reply, as it came: a tool's input as the JSON text streamed
+    (``json``), or as an object when the whole block came at once (``input``)."""
+
+    type: str
+    text: str = ""
+    id: str = ""
+    name: str = ""
+    input: Any = None
+    json: str | None = None
+
+    def tool_input(self) -> tuple[Any, str]:
+        """The tool input (``_INVALID`` when it is not JSON) and its JSON text."""
+        if self.json is None:
+            value = {} if self.input is None else self.input
+            return value, json.dumps(value)
+        try:
+            return (json.loads(self.json) if self.json.strip() else {}), self.json
+        except ValueError:
+            return _INVALID, self.json
+
+
+_INVALID = object()
+"""A tool input that is not JSON."""
+
+
+@dataclass
+class _Reply:
+    """A reply assembled from its stream events. Read here rather than by the SDK's
+    ``messages.stream``, which takes a tool's input cut off at ``max_tokens`` for a whole
+    one (its partial JSON), and raises on a tool input that is not JSON."""
+
+    model: str = ""
+    stop_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    stopped: bool = False
+
+    @classmethod
+    def of_message(cls, message: AnthropicMessage) -> _Reply:
+        reply = cls(model=message.model, stop_reason=message.stop_reason, stopped=True)
+        reply._count(message.usage)
+        for index, block in enumerate(message.content):
+            reply._start(index, block)
+        return reply
+
+    def add(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            message = event.message
+            self.model = getattr(message, "model", None) or ""
+            self._count(getattr(message, "usage", None))
+        elif kind == "content_block_start":
+            self._start(event.index, event.content_block)
+        elif kind == "content_block_delta":
+            block = self.blocks.get(event.index)
+            if block is None:
+                raise _Unreadable(
+                    f"sent a content_block_delta for block {event.index!r}, which never "
+                    "started: check that base_url points at an Anthropic-compatible API"
+                )
+            delta = event.delta
+            if delta.type == "text_delta":
+                block.text += delta.text or ""
+            elif delta.type == "input_json_delta":
+                block.json = (block.json or "") + (delta.partial_json or "")
+        elif kind == "message_delta":
+            self.stop_reason = getattr(event.delta, "stop_reason", None)
+            self._count(getattr(event, "usage", None))  # (totals so far, not increments)
+        elif kind == "message_stop":
+            self.stopped = True
+
+    def finished(self) -> _Reply:
+        if not self.stopped:
+            raise _IncompleteStream("the response stream ended before message_stop")
+        return self
+
+    def _start(self, index: int, block: Any) -> None:
+        self.blocks[index] = _Block(
+            type=getattr(block, "type", None) or "",
+            text=getattr(block, "text", None) or "",
+            id=getattr(block, "id", None) or "",
+            name=getattr(block, "name", None) or "",
+            input=getattr(block, "input", None),
+        )
+
+    def _count(self, usage: Any) -> None:
+        """Take the counts ``usage`` gives (none when it is null): what is not a count is
+        skipped, as the reply itself is still good."""
+        for name in _USAGE_FIELDS:
+            value = getattr(usage, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                self.usage[name] = value
+
+    def to_response(self, request: ModelRequest, retries: int, model: str) -> ModelResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        answer: tuple[Any, str] | None = None  # the structured-output tool's input
+        for _, block in sorted(self.blocks.items()):
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                value, raw = block.tool_input()
+                if request.json_schema is not None and block.name == request.schema_name:
+                    answer = answer or (value, raw)
+                else:
+                    calls.append(ToolCall(id=block.id, name=block.name, inputs=_inputs(value, raw)))
+        text = "".join(texts)
+        structured: dict[str, Any] | None = None
+        if answer is not None:
+            value, raw = answer
+            # cut off at max_tokens, the input is JSON only because it was cut at a good
+            # place, or the SDK's partial JSON: no verdict, however it reads
+            if isinstance(value, dict) and self.stop_reason != "max_tokens":
+                structured, text = value, json.dumps(value)
+            else:
+                text = raw
+        elif request.json_schema is not None:
+            structured = extract_json_object(text)
+        usage = self.usage
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            structured=structured,
+            usage=Usage(
+                input_tokens=usage.get("input_tokens", 0),
+                output_tokens=usage.get("output_tokens", 0),
+                cache_read_tokens=usage.get("cache_read_input_tokens", 0),
+                cache_write_tokens=usage.get("cache_creation_input_tokens", 0),
+            ),
+            model=self.model or model,
+            stop_reason=self.stop_reason,
+            retries=retries,
+        )
+
+
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _inputs(value: Any, raw: str) -> dict[str, Any]:
+    """A tool call's inputs, kept visible as OpenAI's are when they are not a JSON object
+    (``json_arguments``)."""
+    if value is _INVALID:
+        return {INVALID_JSON: raw}
+    return dict(value) if isinstance(value, dict) else {"_arguments": value}
 
 
 def classify_anthropic_error(exc: BaseException, timeout: float) -> Failure | None:
@@ -302,6 +440,8 @@ def classify_anthropic_error(exc: BaseException, timeout: float) -> Failure | No
 
     if isinstance(exc, _IncompleteStream):
         return Failure("transient", str(exc))
+    if isinstance(exc, _Unreadable):
+        return Failure("request", str(exc), explained=str(exc))
     return classify_sdk_error(exc, anthropic, timeout, _classify_status, "the stream")
 
 
