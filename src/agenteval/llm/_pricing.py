@@ -9,8 +9,12 @@ a model name to USD per **million** tokens::
     }
 
 ``cache_read`` and ``cache_write`` are optional; tokens of those kinds are priced at the
-``input`` price when they are missing (an upper bound). ``Usage.input_tokens`` is taken to
-exclude cache reads and writes, as the providers' usage figures are mapped in agenteval.
+``input`` price when they are missing. For cache reads that is an upper bound (they cost
+less than input); for cache writes it is not: Anthropic charges 1.25x the input price for
+a 5-minute cache write and 2x for a 1-hour one, so give ``cache_write`` for Anthropic
+models that write the cache, or their cost is under-counted. ``Usage.input_tokens`` is
+taken to exclude cache reads and writes, as the providers' usage figures are mapped in
+agenteval.
 """
 
 from __future__ import annotations
