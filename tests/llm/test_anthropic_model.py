@@ -664,3 +664,13 @@ def test_anthropic_model_a_stream_cut_off_is_still_retried(
     reply = make().complete(HI)
 
     assert (reply.text, reply.retries, len(fake_provider.requests)) == ("Hello!", 1, 2)
+
+
+def test_anthropic_model_a_whole_message_cut_short_is_retried(
+    fake_provider: FakeProvider, make: MakeModel
+) -> None:
+    fake_provider.add(FakeProvider.raw('{"id": "msg_1", "type": "mess'), "Hello!")
+
+    reply = make().complete(HI)
+
+    assert (reply.text, reply.retries) == ("Hello!", 1)

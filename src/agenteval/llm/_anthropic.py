@@ -272,7 +272,12 @@ def _whole_reply(response: Any, body: bytes) -> _Reply:
         data = json.loads(body)
         if isinstance(data, dict) and data.get("type") == "message":
             return _Reply.of_message(AnthropicMessage.model_validate(data))
-    except (ValueError, ValidationError):  # (a JSONDecodeError is a ValueError)
+    except json.JSONDecodeError as exc:
+        if body.lstrip()[:1] == b"{":  # a Message cut short, say: retried, as OpenAI's are
+            raise _IncompleteStream(
+                f"the reply was not valid JSON ({exc.msg} at character {exc.pos})"
+            ) from None
+    except (ValueError, ValidationError):
         pass
     text = body.decode("utf-8", "replace")
     raise _Unreadable(
