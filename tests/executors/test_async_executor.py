@@ -397,6 +397,35 @@ class Busy(BaseEvaluator):
 """
 
 
+HELD_UP_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class HeldUp(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "blocker"}, {"id": "victim"}]
+
+    async def run(self, item):
+        if item["id"] == "blocker":
+            await asyncio.sleep(0.05)
+            time.sleep(1.0)  # holds the loop for 1 s, well within its --timeout
+            return "done"
+        await asyncio.sleep(0.1)  # due at 0.1 s, run at 1.05 s: held up, not slow
+        await asyncio.sleep(1.5)  # 1.6 s of its own in all, under its 2 s --timeout
+        return "done"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def held_up(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "held_up.py", HELD_UP_EVALUATOR, "-c", "2", "--timeout", "2")
+
+
 def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
     """Write the evaluator file and run it with ``--executor async`` and a JSON report."""
     cli.write(name, source)
@@ -498,6 +527,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "to-thread": (to_thread,),
         "stuck-judge": (stuck_judge,),
         "busy": (busy,),
+        "held-up": (held_up,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
     }
@@ -653,6 +683,17 @@ def test_async_an_item_blocking_the_loop_times_out_not_the_items_it_held_up(
         "notice: item 'blocks' of blocking.py::Blocking blocked the event loop"
     )
     assert "--executor fork" in notice
+
+
+def test_async_an_item_held_up_before_its_deadline_gets_that_time_back(
+    async_runs: dict[str, Any],
+) -> None:
+    # it was given the time back only if ready at the very moment of its deadline: held
+    # up early, then waiting on its next sleep, it timed out at 2 s with 1.6 s of its own
+    got = async_runs["held-up"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {"blocker": "passed", "victim": "passed"}
 
 
 def test_async_an_item_blocking_the_loop_for_good_is_a_timeout_and_the_run_goes_on(

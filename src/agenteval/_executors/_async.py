@@ -56,7 +56,7 @@ from .._item import (
 from .._results import ErrorInfo, ItemResult, ItemUsage, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._daemon_pool import DaemonPool
-from ._stalls import BEAT, ITEM, Stalls
+from ._stalls import BEAT, ITEM, Stalls, time_loop
 from ._timers import PromptSelector
 
 _TOP_UP = 0.005
@@ -370,6 +370,7 @@ class _ItemLoop:
         self.loop.set_default_executor(DaemonPool(_THREADS, "agenteval-to-thread"))
         if self.stalls is not None:
             self.stalls.beat_at = time.monotonic()
+            time_loop(self.loop, self.stalls)
             self.loop.call_soon(self._beat)
             if self.loop.get_task_factory() is None:  # a user's own loop may have one
                 self.loop.set_task_factory(self.stalls.task_factory)

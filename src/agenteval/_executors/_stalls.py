@@ -8,9 +8,12 @@ the main thread looks (``watch``, while it waits for records): the task running 
 loop, and the item it works for, sub-tasks included. The time it saw each item running
 is charged to that item, and the notices after the run name it.
 
-When an item's deadline comes, it gets back the time others held the loop since it
-started, if it is ready to run then (what it awaited is done, or one of its tasks is
-ready): held up, not slow. An item still awaiting something slow times out on time.
+When an item's deadline comes, it gets back the time it was kept waiting: ready to run
+(a timer of its own that came due, a task of its own woken) while the loop ran something
+else — ``time_loop`` measures that, for each item — and at least the time others held the
+loop since it started, if it is ready to run then (what it awaited is done, or one of its
+tasks is ready). Held up, not slow: an item still awaiting something slow times out on
+time, and the time its own code held the loop is its own.
 """
 
 from __future__ import annotations
@@ -35,6 +38,48 @@ ITEM: contextvars.ContextVar[int] = contextvars.ContextVar("agenteval_async_item
 _MOST = 5
 """Items named in the notices; the others are counted."""
 
+_SMALLEST = 0.01
+"""Seconds of waiting too few to move a deadline for (each item waits a little)."""
+
+
+def time_loop(loop: asyncio.AbstractEventLoop, stalls: Stalls) -> None:
+    """Have ``loop`` tell ``stalls`` how long each item's callbacks waited to run: a timer
+    from the moment it came due, a task's step from the moment it was woken. Each item's
+    code runs in a context where :data:`ITEM` is its key."""
+    call_soon, call_at = loop.call_soon, loop.call_at
+    clock, credit = time.monotonic, stalls.waited
+
+    def timed_soon(callback: Any, *args: Any, context: contextvars.Context | None = None) -> Any:
+        key = context.get(ITEM) if context is not None else ITEM.get(None)
+        if key is None:
+            return call_soon(callback, *args, context=context)
+        queued = clock()
+
+        def run(*args: Any) -> Any:
+            credit(key, clock() - queued)
+            return callback(*args)
+
+        return call_soon(run, *args, context=context)
+
+    def timed_at(
+        when: float, callback: Any, *args: Any, context: contextvars.Context | None = None
+    ) -> Any:
+        key = context.get(ITEM) if context is not None else ITEM.get(None)
+        if key is None:
+            return call_at(when, callback, *args, context=context)
+
+        def run(*args: Any) -> Any:
+            late = clock() - when
+            if late > 0:
+                credit(key, late)
+            return callback(*args)
+
+        return call_at(when, run, *args, context=context)
+
+    # (an instance attribute: what asyncio's tasks and timers call, its C code included)
+    setattr(loop, "call_soon", timed_soon)  # noqa: B010
+    setattr(loop, "call_at", timed_at)  # noqa: B010
+
 
 class Stalls:
     """The loop's stalls so far, and what each item was charged for and spared.
@@ -51,6 +96,7 @@ class Stalls:
         self.ended_at = 0.0  # when the last stall was counted
         self._begun: dict[int, tuple[float, float]] = {}  # key -> (start, ``total`` then)
         self._given: dict[int, float] = {}  # key -> the time others held the loop, given back
+        self._waited: dict[int, float] = {}  # key -> seconds it was ready but kept waiting
         self._charged: dict[int, float] = {}  # key -> the seconds its own code held the loop
         self._tasks: dict[int, ItemTask] = {}
         self._owners: dict[asyncio.Task[Any], int] = {}  # an item's own tasks -> its key
@@ -96,6 +142,7 @@ class Stalls:
     def finish(self, key: int) -> None:
         self._begun.pop(key, None)
         self._given.pop(key, None)
+        self._waited.pop(key, None)
         self._charged.pop(key, None)
         self._tasks.pop(key, None)
 
@@ -105,14 +152,21 @@ class Stalls:
         _, total_then = self._begun[key]
         return max(0.0, self.total - total_then - self._charged.get(key, 0.0))
 
+    def waited(self, key: int, seconds: float) -> None:
+        """The item was ready to run for ``seconds`` before the loop ran it."""
+        if key in self._begun:
+            self._waited[key] = self._waited.get(key, 0.0) + seconds
+
     def give_back(self, key: int, ready: bool) -> float:
-        """At the item's deadline: the seconds to move it by, those others held the loop
-        for since it started and not given back yet, if the item is ``ready`` to run."""
-        others = self._others(key)
-        due = others - self._given.get(key, 0.0)
-        if not ready or due <= 0:
+        """At the item's deadline: the seconds to move it by, those it was kept waiting
+        (and at least those others held the loop for since it started, if the item is
+        ``ready`` to run) not given back yet."""
+        held_up = self._waited.get(key, 0.0) - self._charged.get(key, 0.0)
+        owed = max(self._others(key), held_up) if ready else held_up
+        due = owed - self._given.get(key, 0.0)
+        if due <= (0.0 if ready else _SMALLEST):
             return 0.0
-        self._given[key] = others
+        self._given[key] = owed
         return due
 
     def overran_by(self, key: int, timeout: float) -> float:
