@@ -108,14 +108,19 @@ class _EvaluatorState:
 class _Drivers:
     """Calls every driver hook; a driver that raises is recorded, never fatal."""
 
-    def __init__(self, drivers: Sequence[OutputDriver]) -> None:
+    def __init__(
+        self, drivers: Sequence[OutputDriver], redact: Callable[[str], str] | None = None
+    ) -> None:
         self.drivers = list(drivers)
-        self._errors: dict[str, int] = {}
+        self._redact = redact
+        # (driver, hook, exception type) -> the first such failure, and how many there were:
+        # an item_finished that fails on each item is one line, not one per item
+        self._errors: dict[tuple[str, str, str], list[Any]] = {}
 
     @property
     def errors(self) -> list[str]:
         """One line per distinct failure, with how often it happened."""
-        return [f"{e} ({n} times)" if n > 1 else e for e, n in self._errors.items()]
+        return [f"{e} ({n} times)" if n > 1 else e for e, n in self._errors.values()]
 
     def call(self, hook: str, *args: Any) -> None:
         self.call_some(hook, None, *args)
@@ -133,12 +138,16 @@ class _Drivers:
                 # (rich exits on a broken stdout pipe)
                 if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
                     raise  # maybe the user's Ctrl-C: it stops the run
+                kind = (type(driver).__name__, hook, type(exc).__name__)
+                if kind in self._errors:
+                    self._errors[kind][1] += 1
+                    continue
                 error = f"{type(driver).__name__}.{hook}() "
                 if isinstance(exc, ProcessExit):
                     error += f"called os._exit({exc.status}): a driver must not end the process"
                 else:
                     error += f"raised {type(exc).__name__}: {exc}"
-                self._errors[error] = self._errors.get(error, 0) + 1
+                self._errors[kind] = [self._redact(error) if self._redact else error, 1]
 
 
 _MODEL_SETTINGS = {  # llm._factory's settings, named here: the model layer costs 0.3 s
@@ -947,7 +956,7 @@ def run_evaluations(
     # (written so that NaN, which every comparison refuses, is refused too)
     if not 0.0 <= min_success_rate <= 1.0:
         raise UsageError(f"--min-success-rate must be between 0 and 1, got {min_success_rate}")
-    if not grace >= 0:
+    if not 0 <= grace < float("inf"):  # (inf: the grace timer cannot be set)
         raise UsageError(f"--grace must be 0 or more seconds, got {grace}")
     if timeout is not None and not timeout > 0:
         raise UsageError(f"--timeout must be positive, got {timeout}")
@@ -1049,7 +1058,7 @@ def run_evaluations(
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     stop = StopState(grace=grace)
-    driver_set = _Drivers(drivers)
+    driver_set = _Drivers(drivers, redact)
     run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
     # os._exit in a driver hook (or anything else of the parent's) is that code's failure,
     # not the end of the run: under fork too, where items are no longer in this process

@@ -7,13 +7,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agenteval import BaseEvaluator, run_evaluations
 from agenteval.assertions import StringContains
 from agenteval.datasets import ArrayDataset
-from agenteval.outputs import ConsoleOutput
+from agenteval.outputs import ConsoleOutput, OutputDriver
 from agenteval.outputs._text import one_line, safe
 
 
@@ -202,3 +203,42 @@ def test_the_bar_keeps_done_total_counts_and_eta_whole_with_large_totals(width: 
     assert len(line) <= width
     assert "… " in line and " 9999/10000 " in line and line.endswith(" -:--:--"), line
     assert ("10000 errors" if width >= 100 else "10000!") in line, line
+
+
+class OneInTwoThousand(BaseEvaluator):
+    def get_dataset(self) -> list[dict[str, int]]:
+        return [{"id": n} for n in range(2000)]
+
+    def run(self, item: dict[str, int]) -> str:
+        return "bad" if item["id"] == 7 else "refund"
+
+    def evaluate(self, output: str, item: dict[str, int]) -> None:
+        self.assert_that(StringContains("refund"), output)
+
+
+class FailsOnEachItem(OutputDriver):
+    def item_finished(self, result: Any) -> None:
+        raise KeyError(f"{result.id} {os.environ['SHOP_API_KEY']}")
+
+    def output(self, summary: Any) -> None:
+        pass
+
+
+def test_console_figures_and_driver_errors_stay_true_at_scale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 1,999 of 2,000 showed as "success rate 100.0%"; a driver failing on each item gave
+    # 2,000 lines, each with the secret it held
+    monkeypatch.setenv("SHOP_API_KEY", "sk-shop-0123456789abcdef")
+    stream = io.StringIO()
+    summary = run_evaluations(
+        [OneInTwoThousand],
+        outputs=[ConsoleOutput(stream=stream), FailsOnEachItem()],
+        journal=False,
+    )
+    text = stream.getvalue()
+    assert "1999 passed, 1 failed, 0 errors · success rate 99.9%" in text
+    assert summary.driver_errors == [
+        "FailsOnEachItem.item_finished() raised KeyError: '0 [REDACTED]' (2000 times)"
+    ]
+    assert "sk-shop" not in text

@@ -18,7 +18,13 @@ from ._text import printable, safe
 
 
 def _pct(rate: float) -> str:
-    return f"{rate * 100:.1f}%"
+    # never rounded up to 100.0% (1,999 of 2,000) nor down to 0.0% (1 of 2,000)
+    shown = f"{rate * 100:.1f}"
+    if shown == "100.0" and rate < 1:
+        shown = "99.9"
+    elif shown == "0.0" and rate > 0:
+        shown = "0.1"
+    return f"{shown}%"
 
 
 def _secs(value: float) -> str:
