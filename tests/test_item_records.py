@@ -223,3 +223,51 @@ def test_a_record_that_cannot_be_built_is_the_items_error(monkeypatch: pytest.Mo
     assert record.status == "error" and record.error is not None
     assert (record.error.stage, record.error.type) == ("executor", "RuntimeError")
     assert record.error.message == "the item's record could not be built: a bug of ours"
+
+
+class Reports(BaseEvaluator):
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        how = item["how"]
+        if how == "counts":
+            self.report_usage(input_tokens=5, output_tokens=1)
+        elif how == "dict":
+            self.report_usage({"input_tokens": 5, "cache_read_tokens": 2})
+        elif how == "unknown":
+            self.report_usage({"prompt_tokens": 5})  # (Usage(**...) took it for nothing)
+        else:
+            self.report_usage(input_tokens=-1)
+        return ""
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("how", "usage", "error"),
+    [
+        ("counts", Usage(input_tokens=5, output_tokens=1), None),
+        ("dict", Usage(input_tokens=5, cache_read_tokens=2), None),
+        (
+            "unknown",
+            None,
+            "report_usage(): unknown count 'prompt_tokens': the counts are input_tokens, "
+            "output_tokens, cache_read_tokens, cache_write_tokens",
+        ),
+        (
+            "negative",
+            None,
+            "report_usage(): input_tokens must be a whole number, 0 or more, got -1",
+        ),
+    ],
+)
+def test_report_usage_takes_counts_and_refuses_what_it_cannot_count(
+    how: str, usage: Usage | None, error: str | None
+) -> None:
+    record = execute_item(Reports(), ItemTask("e.py::Reports", 0, 0, {"how": how}))
+    if error is None:
+        assert (record.status, record.usage.agent) == ("passed", usage)
+    else:
+        assert record.error is not None and record.error.message == error

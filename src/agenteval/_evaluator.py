@@ -168,14 +168,24 @@ class BaseEvaluator:
         self._record(assertion, result, soft, frame)
         return result
 
-    def report_usage(self, usage: Usage) -> None:
-        """Add token usage of the agent under test to the current item.
+    def report_usage(self, usage: Usage | Mapping[str, int] | None = None, **tokens: int) -> None:
+        """Add token usage of the agent under test to the current item: a
+        :class:`~agenteval.trajectory.Usage`, or its counts
+        (``self.report_usage(input_tokens=812, output_tokens=95)``, or the same as a dict).
 
         Not needed when ``run`` returns a ``Trajectory``: its usage is taken automatically.
         """
         ctx = current_item()
         if ctx is None:
             raise RuntimeError("report_usage() can only be called while an item is running")
+        if usage is None or isinstance(usage, Mapping):
+            usage = _usage_of({**(usage or {}), **tokens})
+        elif not isinstance(usage, Usage) or tokens:
+            raise TypeError(
+                f"report_usage() takes a Usage or token counts, e.g. "
+                f"report_usage(input_tokens=812, output_tokens=95); got {type(usage).__name__}"
+                + (" and counts" if tokens else "")
+            )
         ctx.add_agent_usage(usage)
 
     def _record(
@@ -207,6 +217,21 @@ class BaseEvaluator:
             if len(_PASSES) < _MAX_PASSES:
                 _PASSES[site] = kept  # holding the code keeps its id from being reused
         ctx.assertions.append(kept[1])
+
+
+def _usage_of(counts: dict[str, Any]) -> Usage:
+    """A :class:`Usage` of ``counts``, whose names must be its fields."""
+    unknown = sorted(set(counts) - set(Usage.model_fields))
+    if unknown:
+        raise TypeError(
+            f"report_usage(): unknown count {unknown[0]!r}: the counts are "
+            f"{', '.join(Usage.model_fields)}"
+        )
+    bad = {k: v for k, v in counts.items() if type(v) is not int or v < 0}
+    if bad:
+        name, value = next(iter(bad.items()))
+        raise TypeError(f"report_usage(): {name} must be a whole number, 0 or more, got {value!r}")
+    return Usage(**counts)
 
 
 def _not_an_assertion(method: str, value: object) -> str:
