@@ -200,3 +200,13 @@ def test_json_dataset_describe_without_items_falls_back_to_index(
 ) -> None:
     write("cases.json", content)
     assert JsonDataset("cases.json").describe(0) == "cases.json item #0"
+
+
+def test_json_dataset_on_a_jsonl_file_says_which_class_reads_it(write: Write) -> None:
+    # "name it .jsonl" about a file named .jsonl already
+    write("cases.jsonl", '{"input": "Hi"}\n{"input": "Bye"}\n')
+    with pytest.raises(DatasetError) as info:
+        list(JsonDataset("cases.jsonl"))
+    assert str(info.value).endswith(
+        "JSON object per line is JSON Lines: read it with JsonlDataset (or load_dataset)"
+    )

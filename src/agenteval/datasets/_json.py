@@ -58,9 +58,10 @@ class JsonDataset(ParsedFileDataset):
                 ) from None
             hint = ""
             if exc.msg == "Extra data":
-                hint = (
-                    "; a file with one JSON object per line is JSON Lines: "
-                    "name it .jsonl or use JsonlDataset"
+                hint = "; a file with one JSON object per line is JSON Lines: " + (
+                    "read it with JsonlDataset (or load_dataset)"
+                    if str(src).lower().endswith(".jsonl")
+                    else "name it .jsonl or use JsonlDataset"
                 )
             raise DatasetError(
                 f"Invalid JSON in {src!r} at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
