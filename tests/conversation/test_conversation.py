@@ -409,3 +409,15 @@ def test_conversation_with_user_rejects_other_objects() -> None:
         "Conversation.with_user: expected a UserSimulator (or an object with "
         "next_turn(trajectory)), got str"
     )
+
+
+def test_a_policy_that_cannot_take_two_arguments_is_refused_where_it_is_given() -> None:
+    # it failed at the first suspension with a raw "takes 1 positional argument"
+    with pytest.raises(UsageError) as info:
+        Conversation.make(EchoAgent("hi")).with_approvals(lambda request: {})
+    assert str(info.value) == (
+        "Conversation.with_approvals: the policy is called as policy(request, "
+        "trajectory_so_far), with two arguments, and <lambda> cannot take them: write it "
+        "as lambda request, so_far: ..."
+    )
+    Conversation.make(EchoAgent("hi")).with_approvals(lambda *args: {})  # (takes them)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -139,6 +140,17 @@ class Conversation:
                 f"Conversation.with_approvals: expected a callable "
                 f"policy(request, trajectory_so_far), got {type(policy).__name__}"
             )
+        try:
+            inspect.signature(policy).bind(None, None)
+        except TypeError:
+            raise UsageError(
+                f"Conversation.with_approvals: the policy is called as policy(request, "
+                f"trajectory_so_far), with two arguments, and "
+                f"{getattr(policy, '__name__', type(policy).__name__)} cannot take them: "
+                f"write it as lambda request, so_far: ..."
+            ) from None
+        except ValueError:  # no signature to read (a builtin): it will tell when called
+            pass
         self._policy = policy
         return self
 
