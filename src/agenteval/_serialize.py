@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -42,7 +43,18 @@ def placeholder(value: object, text: str | None = None) -> dict[str, str]:
         whole = without_addresses(text).encode("utf-8", "surrogatepass")
         tail = f"… (sha256 {hashlib.sha256(whole).hexdigest()[:16]})"
         text = text[: _REPR_LIMIT - len(tail)] + tail
-    return {"unserializable": f"{cls.__module__}.{cls.__qualname__}", "repr": text}
+    return {"unserializable": f"{_module_name(cls)}.{cls.__qualname__}", "repr": text}
+
+
+def _module_name(cls: type) -> str:
+    """The module a class is in, as its user knows it: an evaluator file's by its name
+    (``ser_evaluator``), not the name discovery imported it under."""
+    name = cls.__module__
+    if name.startswith("_agenteval_eval_"):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            return PurePath(file).stem
+    return name
 
 
 def without_addresses(text: str) -> str:
