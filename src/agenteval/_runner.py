@@ -1088,7 +1088,9 @@ def run_evaluations(
                 try:
                     chosen.run(run.tasks(), run.on_result, stop)
                 except HardStop:
-                    hard = True
+                    # the grace period's end stops the items, not the tearing down: only a
+                    # second signal means "stop now"
+                    hard = not stop.expired
             finishing: list[int] = []  # the turn of the drivers finishing now
             with _reporting_signals(stop, lambda: finishing == [0]):
                 if stop.requested or hard:

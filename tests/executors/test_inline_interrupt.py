@@ -31,6 +31,9 @@ HANGS = """
 
         def evaluate(self, output, item):
             pass
+
+        def tear_down(self):
+            Path("torn-down").write_text("yes")
 """
 
 
@@ -75,3 +78,5 @@ def test_inline_interrupt_cancels_an_item_past_the_grace_period(
     assert "Resume with: agenteval run --grace 0.5 --output-json out.json --resume " in out
     records = next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
     assert [json.loads(line)["status"] for line in records.splitlines()] == ["passed", "cancelled"]
+    # the grace period's end is not a second signal: tear_down still ran
+    assert (tmp_path / "torn-down").exists()
