@@ -83,10 +83,13 @@ class Interruptible(BaseEvaluator):
     async def run(self, item):
         Path("started").mkdir(exist_ok=True)
         Path("started", item["id"]).touch()
-        await asyncio.sleep(SLEEP)
+        if item["id"] != "item-0":  # (item-0 waits in evaluate: a judge, say)
+            await asyncio.sleep(SLEEP)
         return "done"
 
-    def evaluate(self, output, item):
+    async def evaluate(self, output, item):
+        if item["id"] == "item-0":
+            await asyncio.sleep(SLEEP)
         assert output == "done"
 """
 
@@ -601,6 +604,10 @@ def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) 
     assert {r["id"]: r["status"] for r in cli.records()} == {
         f"item-{n}": "cancelled" for n in range(4)
     }
+    # cut off in evaluate, it keeps what run returned, its stage and how long it ran
+    (first,) = [i for i in cli.items_of(cli.json("report.json")) if i["id"] == "item-0"]
+    assert (first["output"], first["error"]["stage"]) == ("done", "evaluate")
+    assert first["duration_s"] > 0.5  # (it was the grace period, whatever the item ran)
 
 
 def test_async_executor_refuses_sync_evaluators(async_runs: dict[str, Any]) -> None:

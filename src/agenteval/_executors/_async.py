@@ -136,7 +136,7 @@ class AsyncExecutor(Executor):
                 key = next(iter(running))
                 _, task = running.pop(key)
                 record = cancelled_record(task, now - items.started.get(key, now), stop.cut_off)
-                on_result(items.with_spent(key, record))
+                on_result(items.with_output(record, key))
             raise
         finally:
             self._items.close(wait)
@@ -192,10 +192,12 @@ class AsyncExecutor(Executor):
                 on_result(*finished)
                 for key in running:
                     items.cancel(key)
+                now = time.perf_counter()
                 while running:
                     key = next(iter(running))
-                    record = cancelled_record(running.pop(key)[1], stop.grace)
-                    on_result(items.with_spent(key, record))
+                    took = now - items.started.get(key, now)
+                    record = cancelled_record(running.pop(key)[1], took)
+                    on_result(items.with_output(record, key))
                 return _CANCEL_WAIT
             stuck = items.stuck() if self._given_up < _MOST_GIVEN_UP else None
             if stuck is not None:
@@ -437,8 +439,9 @@ class _ItemLoop:
         spent = self._spent.get(key)
         return record if spent is None else record.model_copy(update={"usage": spent})
 
-    def _with_output(self, record: ItemResult, key: int) -> ItemResult:
-        """A timeout's record, with what the item's model calls cost so far, and the output
+    def with_output(self, record: ItemResult, key: int) -> ItemResult:
+        """A timeout's (or a cancelled item's) record, with what the item's model calls cost
+        so far, and the output
         if ``run`` had returned: the item stopped in ``evaluate`` (a stuck judge, not a
         stuck agent), as a child's record says too."""
         record = self.with_spent(key, record)
@@ -498,7 +501,7 @@ class _ItemLoop:
         record = fault_record(
             item, self._timeout(how), time.perf_counter() - self.started[key], "timeout"
         )
-        self.done.put((key, self._with_output(record, key)))
+        self.done.put((key, self.with_output(record, key)))
         # it still runs, and is still this item's (its hold-ups of the loop, its state):
         # the worker tidies up after it, should it ever end
         self._abandoned.add(worker)
@@ -589,7 +592,7 @@ class _ItemLoop:
             if key in self._timed_out:
                 error = self._timeout(" and was cancelled")
                 record = fault_record(task, error, time.perf_counter() - started, "timeout")
-                return self._with_output(record, key)
+                return self.with_output(record, key)
             # not a cancellation of ours: the item's own code raised it, and
             # aexecute_item lets every CancelledError through
             return fault_record(
