@@ -1470,3 +1470,35 @@ def test_cli_report_lines_fit_the_stream_and_escape_every_control(
     error = json.loads((tmp_path / "r.json").read_text())["evaluators"][1]["error"]
     assert error["message"] == "agent replied x\ufffdy"
     assert error["traceback"].endswith("ValueError: agent replied x\ufffdy\n")
+
+
+PRINTS_A_SECRET = """
+import os, sys
+from agenteval import BaseEvaluator
+
+
+class PrintsSecret(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    async def run(self, item):
+        print("token is", os.environ["MY_SERVICE_TOKEN"])
+        print("and again", os.environ["MY_SERVICE_TOKEN"], file=sys.stderr)
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+@pytest.mark.parametrize("how", [(), ("--executor", "async", "-c", "2")])
+def test_cli_what_items_print_in_process_is_redacted(
+    cli: Cli, write: Write, how: tuple[str, ...]
+) -> None:
+    # records were redacted, but a sequential or async item's prints reached the console whole
+    write("evaluators/secret.py", PRINTS_A_SECRET)
+    result = cli("run", *how, env={"MY_SERVICE_TOKEN": "tok-abcdef123456"})
+    assert result.code == 0, result
+    assert "tok-abcdef123456" not in result.stdout + result.stderr
+    assert "token is [REDACTED]" in result.stdout
+    assert "and again [REDACTED]" in result.stderr

@@ -105,6 +105,26 @@ class Redactor:
         return bool(self.secrets)
 
 
+class RedactingStream:
+    """Stands in for ``sys.stdout`` or ``sys.stderr`` while items run in agenteval's
+    process: what they print reaches the console with every secret masked, as their
+    records do. (A secret split across two writes is not seen; what a subprocess writes
+    to the descriptor does not pass here.)"""
+
+    def __init__(self, stream: Any, redact: Redactor) -> None:
+        self.proxied = stream
+        self._redact = redact
+
+    def write(self, text: str) -> int:
+        if isinstance(text, str):
+            self.proxied.write(self._redact(text))
+            return len(text)
+        return int(self.proxied.write(text))  # (the stream's own error for bytes)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding, ...
+        return getattr(self.proxied, name)
+
+
 handed = Redactor([])
 """Masks the secrets handed to agenteval in code alone (a forked child's records)."""
 

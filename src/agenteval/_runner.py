@@ -58,7 +58,7 @@ from ._journal import (
     latest_records_at,
     new_run_id,
 )
-from ._redact import Redactor
+from ._redact import RedactingStream, Redactor
 from ._results import (
     ERROR_STATUSES,
     ErrorInfo,
@@ -642,6 +642,25 @@ def _handling(handler: Callable[[str, int], None]) -> Iterator[None]:
 
 
 @contextmanager
+def _redacted_prints(redact: Redactor) -> Iterator[None]:
+    """What items print in this process is masked on its way to the console."""
+    streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
+    masked = {
+        name: RedactingStream(stream, redact)
+        for name, stream in streams.items()
+        if stream is not None
+    }
+    for name, stream in masked.items():
+        setattr(sys, name, stream)
+    try:
+        yield
+    finally:
+        for name, stream in masked.items():
+            if getattr(sys, name) is stream:  # (unless code replaced it meanwhile)
+                setattr(sys, name, streams[name])
+
+
+@contextmanager
 def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]:
     """While items run. First SIGINT/SIGTERM: stop scheduling, let in-flight items finish
     within the grace period. Second: stop at once (raises HardStop in the main thread)."""
@@ -1086,7 +1105,8 @@ def run_evaluations(
                 if stop.requested:  # it came while the drivers started: no item starts
                     announce(stop.requested, grace)
                 try:
-                    chosen.run(run.tasks(), run.on_result, stop)
+                    with _redacted_prints(redact):
+                        chosen.run(run.tasks(), run.on_result, stop)
                 except HardStop:
                     # the grace period's end stops the items, not the tearing down: only a
                     # second signal means "stop now"
