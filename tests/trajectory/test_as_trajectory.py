@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 from typing import Any
 
 import pytest
@@ -184,3 +185,19 @@ def test_a_message_list_that_cannot_be_read_says_why_in_the_assertion() -> None:
         "Trajectory.from_openai: message #1 is the result of function 'g', which no earlier "
         "function_call called"
     )
+
+
+def test_as_trajectory_reads_agentevals_own_messages_dumped() -> None:
+    # a list of Message.model_dump() was taken for OpenAI-style, "tool call #0 has no
+    # function name"
+    trajectory = Trajectory.from_messages(
+        [
+            Message.user("refund A1"),
+            Message.assistant("", [ToolCall(id="c", name="refund", inputs={"order": "A1"})]),
+            Message.tool("c", "ok"),
+            Message.assistant("Refunded."),
+        ]
+    )
+    dumped = json.loads(json.dumps([m.model_dump(mode="json") for m in trajectory.messages()]))
+    read = as_trajectory(dumped)
+    assert read is not None and read.messages() == trajectory.messages()

@@ -37,8 +37,10 @@ class IsValidJson(Assertion):
         if not isinstance(actual, str):
             return not_a_string(actual)
         try:
-            json.loads(actual, parse_constant=_reject_constant)
-        except ValueError as exc:  # JSONDecodeError, rejected constants, huge integers
+            # (integers kept as text: one of 5,000 digits is JSON, whatever Python's limit
+            # on turning text into an int)
+            json.loads(actual, parse_constant=_reject_constant, parse_int=str)
+        except ValueError as exc:  # JSONDecodeError, rejected constants
             error = str(exc)
         except RecursionError:
             error = "nesting too deep to parse"

@@ -365,6 +365,11 @@ def _read_provider_messages(values: Sequence[object]) -> Trajectory | str | None
     raw = [_plain(v) for v in values]
     if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in raw):
         return None
+    if all(m.keys() == _MESSAGE_FIELDS for m in raw):  # agenteval's own, dumped
+        try:
+            return Trajectory(history=[Message.model_validate(m) for m in raw])
+        except ValidationError as exc:
+            return f"a message of agenteval's own form is malformed: {exc.errors()[0]['msg']}"
     style = _style(raw)
     if style is None:
         return "it mixes OpenAI-style and Anthropic-style messages"
@@ -372,6 +377,9 @@ def _read_provider_messages(values: Sequence[object]) -> Trajectory | str | None
         return (Trajectory.from_openai if style == "openai" else Trajectory.from_anthropic)(raw)
     except (TypeError, ValueError) as exc:  # a malformed message
         return str(exc)
+
+
+_MESSAGE_FIELDS = Message.model_fields.keys()
 
 
 def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropic"] | None:
