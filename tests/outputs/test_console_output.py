@@ -57,7 +57,7 @@ def test_console_report_lists_failures_with_call_sites() -> None:
         "  FAIL     item 'bad' · StringContains · "
         "Expected 'nope\\x1b\\x5b\\x33\\x31\\x6d' to contain 'refund' (score 0.00)  "
     )
-    assert fails[0].endswith("test_console_output.py:30")
+    assert fails[0].endswith("test_console_output.py:31")
     softs = [line for line in lines if line.startswith("  SOFT ")]
     assert len(softs) == 2
     assert lines[-1].startswith(

@@ -67,7 +67,7 @@ from .._item import (
     return_to,
     scrub,
 )
-from .._redact import handed
+from .._redact import RedactingStream, handed
 from .._results import ErrorInfo, ItemResult, ItemStatus, ItemUsage
 from ._base import GRACE_TIMER, LIVE_THREAD, Executor, OnResult, StopState, TaskSource
 from ._hugepages import HeapCollapse
@@ -342,9 +342,10 @@ def _fresh_streams() -> None:
     Streams the user's own code put in their place are left alone.
     """
     held = sys.modules.get("agenteval.outputs._live")
+    ours = (RedactingStream, held.HeldLines) if held is not None else (RedactingStream,)
     for fd, name in ((1, "stdout"), (2, "stderr")):
         stream, original = getattr(sys, name), getattr(sys, f"__{name}__")
-        if held is not None and isinstance(stream, held.HeldLines):
+        while isinstance(stream, ours):  # (the child's output is masked in its record)
             stream = stream.proxied
         if original is None or stream is not original:
             continue
