@@ -1502,3 +1502,41 @@ def test_cli_what_items_print_in_process_is_redacted(
     assert "tok-abcdef123456" not in result.stdout + result.stderr
     assert "token is [REDACTED]" in result.stdout
     assert "and again [REDACTED]" in result.stderr
+
+
+LEAVES_TASKS = """
+import asyncio
+from pathlib import Path
+from agenteval import BaseEvaluator
+
+LEFT = []
+
+
+class LeavesTasks(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    async def run(self, item):
+        async def flush_later():
+            try:
+                await asyncio.sleep(30)
+            finally:
+                Path(f"flushed-{item['id']}").write_text("yes")
+
+        LEFT.append(asyncio.create_task(flush_later()))
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_cli_tasks_a_sequential_item_left_are_cancelled_not_destroyed(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    # "Task was destroyed but it is pending!", and their finally never ran
+    write("evaluators/leaves.py", LEAVES_TASKS)
+    result = cli("run")
+    assert result.code == 0, result
+    assert "destroyed" not in result.stderr
+    assert sorted(p.name for p in tmp_path.glob("flushed-*")) == ["flushed-0", "flushed-1"]

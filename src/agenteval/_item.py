@@ -139,10 +139,23 @@ def _drive(awaitable: Any) -> Any:
     return _loop.run_until_complete(awaitable)
 
 
+_LEFT_TASKS_WAIT = 2.0
+"""Seconds the tasks items left on the loop get to finish once cancelled."""
+
+
 def close_loop() -> None:
     """Close the event loop :func:`_drive` may have created (end of run)."""
     global _loop
     if _loop is not None and not _loop.is_closed():
+        import asyncio
+
+        # tasks items left behind are cancelled, as the async executor's are: not
+        # destroyed pending, their ``finally`` never run
+        left = asyncio.all_tasks(_loop)
+        for task in left:
+            task.cancel()
+        if left:
+            _loop.run_until_complete(asyncio.wait(left, timeout=_LEFT_TASKS_WAIT))
         _loop.run_until_complete(_loop.shutdown_asyncgens())
         _loop.run_until_complete(_loops.release())
         _loop.close()
