@@ -429,6 +429,46 @@ def held_up(cli: Any) -> dict[str, Any]:
     return run_async(cli, "held_up.py", HELD_UP_EVALUATOR, "-c", "2", "--timeout", "2")
 
 
+LEAVES_EVALUATOR = """
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+LEFT = []
+
+
+def flush(n):
+    time.sleep(0.5)
+    Path(f"flushed-{n}").write_text(str(threading.current_thread().daemon))
+
+
+class Leaves(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    async def run(self, item):
+        threading.Thread(target=flush, args=(item["id"],)).start()  # a telemetry flush
+        if item["id"] == 0:
+            async def heartbeat():
+                try:
+                    await asyncio.sleep(60)
+                finally:
+                    time.sleep(60)  # a blocking call on the way out
+            LEFT.append(asyncio.create_task(heartbeat()))
+        return "done"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def leaves(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "leaves.py", LEAVES_EVALUATOR, "-c", "2")
+
+
 def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
     """Write the evaluator file and run it with ``--executor async`` and a JSON report."""
     cli.write(name, source)
@@ -531,6 +571,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "stuck-judge": (stuck_judge,),
         "busy": (busy,),
         "held-up": (held_up,),
+        "leaves": (leaves,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
     }
@@ -608,6 +649,22 @@ def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) 
     (first,) = [i for i in cli.items_of(cli.json("report.json")) if i["id"] == "item-0"]
     assert (first["output"], first["error"]["stage"]) == ("done", "evaluate")
     assert first["duration_s"] > 0.5  # (it was the grace period, whatever the item ran)
+
+
+def test_async_what_items_leave_behind_neither_dies_unseen_nor_holds_the_end(
+    async_runs: dict[str, Any],
+) -> None:
+    # their threads were daemons (the loop's thread is one) and died at exit unwritten; a
+    # task blocking in its finally held the end of the run for its whole 60 s
+    got = async_runs["leaves"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert got["elapsed"] < 30
+    assert [(cli.root / f"flushed-{n}").read_text() for n in range(2)] == ["False", "False"]
+    assert (
+        "notice: the event loop was still busy 5 s after the last item (blocking code in a "
+        "task an item left running): the run ended without it"
+    ) in result.stdout
 
 
 def test_async_executor_refuses_sync_evaluators(async_runs: dict[str, Any]) -> None:

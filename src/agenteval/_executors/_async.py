@@ -82,6 +82,10 @@ _SHUTDOWN_WAIT = 2.0
 """Seconds the tasks still running when the loop closes get to end once cancelled: one
 that catches every cancellation must not hold the run's end."""
 
+_CLOSE_LIMIT = _SHUTDOWN_WAIT + 3.0
+"""Seconds the end of a run waits for the loop to close: a task left blocking it (code that
+never awaits) must not hold the run's end for good."""
+
 _GIVE_UP = 2.0
 """Seconds past its timeout an item may hold the loop before the loop is given up, as a
 child that ignores SIGTERM gets SIGKILL."""
@@ -139,7 +143,14 @@ class AsyncExecutor(Executor):
                 on_result(items.with_output(record, key))
             raise
         finally:
-            self._items.close(wait)
+            self._items.close(_CLOSE_LIMIT if wait is None else wait)
+            if self._items.closing_held():
+                # blocking code in a task an item left (a time.sleep in its finally, say)
+                self.notices.append(
+                    f"the event loop was still busy {_CLOSE_LIMIT:g} s after the last item "
+                    f"(blocking code in a task an item left running): the run ended without it"
+                )
+                self._items.abandon()
             if self._items.stalls is not None:
                 self.notices.extend(self._items.stalls.notices())
 
@@ -354,9 +365,14 @@ class _ItemLoop:
             return None
         return self.stalls.holding(self.timeout + _GIVE_UP)
 
+    def closing_held(self) -> bool:
+        """Whether the loop's thread still runs after ``close``."""
+        return self._thread.is_alive()
+
     def abandon(self) -> None:
         """Give the loop up: no worker takes another item, the loop closes should its
         thread ever be free again, and nothing it does after is read."""
+        _daemonic(self._thread, True)  # (the exit must not wait for it)
         self.hold()
         self.close(0)
         ident = self._thread.ident if self._thread.is_alive() else None
@@ -366,6 +382,10 @@ class _ItemLoop:
 
     # -- the loop's thread ------------------------------------------------------------------
     def _main(self) -> None:
+        # a daemon, so that a loop given up never holds the exit; but the threads items
+        # start inherit that, and the exit would kill them unnamed instead of waiting for
+        # them as it does for a sequential item's: they are started as no daemons
+        _daemonic(threading.current_thread(), False)
         asyncio.set_event_loop(self.loop)
         # asyncio.to_thread and run_in_executor(None, ...): a call still running when its
         # item timed out must not hold the run's end, nor the process's exit
@@ -386,6 +406,7 @@ class _ItemLoop:
         except _Abandoned:
             pass  # given up: nobody reads what it would do
         finally:
+            _daemonic(threading.current_thread(), True)
             asyncio.set_event_loop(None)
             self.loop.close()
 
@@ -623,6 +644,12 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     if sys.platform == "win32" or type(policy) is not asyncio.DefaultEventLoopPolicy:
         return _loops.own(asyncio.new_event_loop())
     return _loops.own(asyncio.SelectorEventLoop(PromptSelector()))
+
+
+def _daemonic(thread: threading.Thread, daemon: bool) -> None:
+    """What threads started from ``thread`` inherit (``Thread.daemon`` is read from the
+    thread that makes one); the running thread itself stays what it was started as."""
+    thread._daemonic = daemon  # type: ignore[attr-defined]
 
 
 def _ready(task: asyncio.Task[Any]) -> bool:
