@@ -588,3 +588,21 @@ def test_trajectory_from_anthropic_cited_text_and_server_tools() -> None:
     (call,) = trajectory.tool_calls("web_search")
     assert (call.id, call.inputs, call.is_error) == ("s1", {"q": "x"}, True)
     assert "unavailable" in str(call.result)
+
+
+def test_trajectory_from_openai_pairs_results_without_ids_with_calls_without_ids() -> None:
+    # a server that sends no ids: each result was lost ("Tool result [unknown tool]")
+    call = {"type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    trajectory = Trajectory.from_openai(
+        [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "tool_calls": [call, {**call, "function": {"name": "ship"}}]},
+            {"role": "tool", "tool_call_id": "", "content": "found"},
+            {"role": "tool", "tool_call_id": "", "content": "shipped"},
+            {"role": "assistant", "content": "done"},
+        ]
+    )
+    assert [(c.name, c.result) for c in trajectory.tool_calls()] == [
+        ("lookup", "found"),
+        ("ship", "shipped"),
+    ]

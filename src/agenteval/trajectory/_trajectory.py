@@ -88,6 +88,7 @@ class Trajectory(BaseModel):
         """
         history: list[Message] = []
         legacy: dict[str, str] = {}  # function name -> the id of its latest function_call
+        unnamed: list[str] = []  # the ids given to calls that came without one, unanswered
         for i, m in enumerate(messages):
             raw = _plain(m)
             if isinstance(raw, Mapping) and raw.get("role") == "function":
@@ -101,7 +102,13 @@ class Trajectory(BaseModel):
                 history.append(Message.tool(legacy[name], _parts_text(raw.get("content"), where)))
                 continue
             message = _from_openai(raw, i)
+            if message.role == "tool" and not message.tool_call_id and unnamed:
+                # a result without the id its call lacked too: the first such call's
+                message = message.model_copy(update={"tool_call_id": unnamed.pop(0)})
             legacy.update({c.name: c.id for c in message.tool_calls if c.id.endswith("_function")})
+            unnamed.extend(  # (given the id _from_openai makes for a call without one)
+                c.id for j, c in enumerate(message.tool_calls) if c.id == f"call_{i}_{j}"
+            )
             history.append(message)
         return cls(history=history)
 
