@@ -260,7 +260,9 @@ def test_string_contains_any_empty_list_fails() -> None:
     result = StringContainsAny([]).evaluate("anything")
 
     assert result == AssertionResult(
-        passed=False, score=0.0, message="Expected 'anything' to contain any of: "
+        passed=False,
+        score=0.0,
+        message="Expected 'anything' to contain any of: (no keywords given, so none can be found)",
     )
 
 

@@ -146,7 +146,10 @@ class StringContainsAny(Assertion):
         return AssertionResult(
             passed=False,
             score=0.0,
-            message=(f"Expected '{shorten(actual)}' to contain any of: {', '.join(self.keywords)}"),
+            message=(
+                f"Expected '{shorten(actual)}' to contain any of: "
+                f"{', '.join(self.keywords) or '(no keywords given, so none can be found)'}"
+            ),
         )
 
 

@@ -213,10 +213,13 @@ class ToolWasCalled(Assertion):
                 f"{len(calls)} call(s))"
             )
         if self.times is not None:
+            called = (
+                "" if calls else f"; tools called: {_name_list(_names(trajectory.tool_calls()))}"
+            )
             return AssertionResult.fail(
                 0.0,
                 f"Expected {self._wanted()} {self.times} time(s), matched {len(matching)} "
-                f"of {len(calls)} call(s) of '{self.tool}'{note}",
+                f"of {len(calls)} call(s) of '{self.tool}'{note}{called}",
             )
         if calls:
             seen = _listed([_json(c.inputs) for c in calls])
