@@ -246,3 +246,12 @@ def test_an_embedding_that_is_not_a_flat_list_of_numbers_is_a_clear_error() -> N
     assert _cosine([1.0, 0.0], [0.0, 1.0]) == 0.0
     assert _cosine([1.0, 0.0], [-1.0, 0.0]) == 0.0  # clamped
     assert _cosine([1.0, 1.0], [1.0, 0.0]) == pytest.approx(2**-0.5)
+
+
+@pytest.mark.parametrize("size", [1e200, 1e-200])
+def test_cosine_of_very_large_or_small_vectors_is_still_right(size: float) -> None:
+    # their squares overflowed or vanished: identical vectors scored 0.0
+    from agenteval.assertions._similarity import _cosine
+
+    assert _cosine([size, size], [size, size]) == pytest.approx(1.0)
+    assert _cosine([size, 0.0], [0.0, size]) == 0.0

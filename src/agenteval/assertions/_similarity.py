@@ -121,10 +121,17 @@ def _cosine(reference: list[float], output: list[float]) -> float:
         raise ValueError("StringSimilarity: the embeddings model returned an empty vector")
     if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
         raise ValueError("StringSimilarity: an embedding contains NaN or infinite values")
+    # each scaled by its largest value first: squares of 1e200 overflow, of 1e-200 vanish
+    a, b = _scaled(a), _scaled(b)
     norms = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
     if norms == 0.0:
         return 0.0
     return min(1.0, max(0.0, math.fsum(map(operator.mul, a, b)) / norms))
+
+
+def _scaled(vector: list[float]) -> list[float]:
+    largest = max(map(abs, vector))
+    return vector if largest == 0.0 or 1e-100 < largest < 1e100 else [x / largest for x in vector]
 
 
 def _floats(vector: list[float]) -> list[float]:
