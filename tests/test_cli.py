@@ -1540,3 +1540,19 @@ def test_cli_tasks_a_sequential_item_left_are_cancelled_not_destroyed(
     assert result.code == 0, result
     assert "destroyed" not in result.stderr
     assert sorted(p.name for p in tmp_path.glob("flushed-*")) == ["flushed-0", "flushed-1"]
+
+
+def test_cli_two_consoles_on_standard_output_are_refused(cli: Cli, write: Write) -> None:
+    # their live displays fought: a stale bar stayed, a report or the verdict was lost
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        "from agenteval.outputs import ConsoleOutput\n"
+        "output = [ConsoleOutput, ConsoleOutput(verbose=True)]\n",
+    )
+    result = cli("run")
+    assert (result.code, result.stderr) == (
+        2,
+        "agenteval: error: evaluation.py: 2 ConsoleOutputs write to standard output: keep one "
+        "(with verbose=True for the longer report), or give the others a stream=...\n",
+    )

@@ -1002,7 +1002,9 @@ def run_evaluations(
             f"{cfg.path}: 'output' is an empty list, so the run would report nothing (not "
             f"even its verdict): list a driver, e.g. output = [ConsoleOutput]"
         )
-    _apply_console_flags(drivers, verbose, progress)
+    _apply_console_flags(
+        drivers, verbose, progress, str(cfg.path) if outputs is None else "run_evaluations"
+    )
     specs = select(discover(paths), filter, tags)
     if not specs:
         where = ", ".join(str(p) for p in paths)
@@ -1217,16 +1219,22 @@ def _finishes_in(turn: int, driver: OutputDriver) -> bool:
 
 
 def _apply_console_flags(
-    drivers: Sequence[OutputDriver], verbose: bool | None, progress: bool | None
+    drivers: Sequence[OutputDriver], verbose: bool | None, progress: bool | None, where: str
 ) -> None:
     from .outputs._console import ConsoleOutput
 
-    for driver in drivers:
-        if isinstance(driver, ConsoleOutput):
-            if verbose is not None:
-                driver.verbose = verbose
-            if progress is not None:
-                driver.progress = progress
+    consoles = [d for d in drivers if isinstance(d, ConsoleOutput)]
+    on_stdout = [d for d in consoles if d.stream is None or d.stream is sys.stdout]
+    if len(on_stdout) > 1:  # their reports interleave, and two live displays fight
+        raise ConfigError(
+            f"{where}: {len(on_stdout)} ConsoleOutputs write to standard output: keep one (with "
+            f"verbose=True for the longer report), or give the others a stream=..."
+        )
+    for driver in consoles:
+        if verbose is not None:
+            driver.verbose = verbose
+        if progress is not None:
+            driver.progress = progress
 
 
 def _cost(summary: RunSummary, prices: dict[str, dict[str, float]]) -> RunCost:
