@@ -390,3 +390,65 @@ def test_text_the_terminal_cannot_take_loses_nothing_of_the_report(tmp_path: Pat
     assert "display failed" not in text
     assert raw.rstrip().endswith("logged after the run")  # the handler made meanwhile
     assert raw.rfind("\x1b[?25h") > raw.rfind("\x1b[?25l")  # the cursor shown again
+
+
+SLOW_LONG_NAME = """
+    import time
+    from agenteval import BaseEvaluator
+
+    class AFairlyLongEvaluatorName(BaseEvaluator):
+        def get_dataset(self):
+            return [{"id": i} for i in range(40)]
+
+        def run(self, item):
+            time.sleep(0.05)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+def test_the_bars_fit_a_terminal_made_narrower_mid_run(tmp_path: Path) -> None:
+    # the columns were chosen once: at 50 columns the counts and times fell off the bar
+    import fcntl
+    import signal
+    import struct
+    import termios
+    import time
+
+    write_evaluator(tmp_path, "long_eval", SLOW_LONG_NAME)
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child execs the CLI
+        os.chdir(tmp_path)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
+        env.pop("COLUMNS", None)
+        env.pop("LINES", None)
+        env["TERM"] = "xterm-256color"
+        os.execve(AGENTEVAL, [AGENTEVAL, "run", "evals", "--runs-dir", "runs"], env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+    raw, narrowed, started = bytearray(), 0, time.monotonic()
+    while True:
+        if not narrowed and b"/40" in raw and time.monotonic() - started > 0.5:
+            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 50, 0, 0))
+            os.kill(pid, signal.SIGWINCH)
+            narrowed = len(raw)
+        ready, _, _ = select.select([fd], [], [], 60)
+        assert ready, "the run did not end within 60 s"
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        raw += chunk
+    os.waitpid(pid, 0)
+    os.close(fd)
+    assert narrowed, "the run ended before the terminal was narrowed"
+    late = raw[narrowed:].decode("utf-8", "replace")
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", late.replace("\x1b[2K", "\n").replace("\r", "\n"))
+    bars = [line for line in plain.split("\n") if line.startswith("AFairly")][2:]  # (redrawn)
+    assert bars, late
+    for line in bars:
+        assert len(line) <= 50, line
+        assert re.search(r" \d+/40 \d+✓ \d+✗ \d+! ", line), line

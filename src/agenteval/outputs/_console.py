@@ -176,7 +176,7 @@ class ConsoleOutput(OutputDriver):
             )
             from ._live import LiveDisplay
 
-            self._live_display = LiveDisplay(bars, self._reader_gone)
+            self._live_display = LiveDisplay(bars, self._reader_gone, self._fit_bars)
 
     def evaluator_started(self, evaluator: str, name: str, total: int | None) -> None:
         """Add a progress bar for the evaluator."""
@@ -206,6 +206,12 @@ class ConsoleOutput(OutputDriver):
         self._tasks[evaluator] = self._live_display.progress.add_task(
             name, total=total, passed=0, failed=0, errors=0
         )
+
+    def _fit_bars(self, width: int) -> None:
+        """The terminal's width changed: the columns the new one leaves room for."""
+        self._name_column, columns = _bar_columns(width)
+        self._name_column.max_width = _name_width(width, len(str(self._widest_total)))
+        self._live_display.progress.columns = tuple(columns)
 
     def _advance_bar(self, evaluator: str, passed: int, failed: int, errors: int) -> None:
         task = self._tasks.get(evaluator)

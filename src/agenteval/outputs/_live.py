@@ -246,9 +246,16 @@ class LiveDisplay:
     is shown above it, from a thread of its own, until ``stop``. ``on_gone`` is called
     should the terminal's reader go away (a broken pipe)."""
 
-    def __init__(self, progress: Any, on_gone: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        progress: Any,
+        on_gone: Callable[[], None],
+        on_resize: Callable[[int], None] | None = None,
+    ) -> None:
         self.progress = progress
         self._on_gone = on_gone
+        self._on_resize = on_resize  # told the new width, in this thread, before a draw
+        self._width = progress.console.width
         self._shown: list[Any] = []
         self._changes: list[Callable[[], object]] = []
         self._lock = threading.Lock()
@@ -302,6 +309,9 @@ class LiveDisplay:
             changes, self._changes = self._changes, []
         console = self.progress.console
         try:
+            if self._on_resize is not None and console.width != self._width:
+                self._width = console.width
+                self._on_resize(self._width)
             for change in changes:
                 change()
             for text in printed:
