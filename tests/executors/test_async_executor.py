@@ -465,6 +465,36 @@ class Leaves(BaseEvaluator):
 """
 
 
+POLLERS_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class Pollers(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "polls"}]
+
+    async def run(self, item):
+        started = time.monotonic()
+
+        async def poll():
+            while time.monotonic() - started < 30:
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(poll() for _ in range(20)))
+        return "done"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def pollers(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "pollers.py", POLLERS_EVALUATOR, "-c", "2", "--timeout", "1")
+
+
 def leaves(cli: Any) -> dict[str, Any]:
     return run_async(cli, "leaves.py", LEAVES_EVALUATOR, "-c", "2")
 
@@ -572,6 +602,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "busy": (busy,),
         "held-up": (held_up,),
         "leaves": (leaves,),
+        "pollers": (pollers,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
     }
@@ -649,6 +680,17 @@ def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) 
     (first,) = [i for i in cli.items_of(cli.json("report.json")) if i["id"] == "item-0"]
     assert (first["output"], first["error"]["stage"]) == ("done", "evaluate")
     assert first["duration_s"] > 0.5  # (it was the grace period, whatever the item ran)
+
+
+def test_async_an_item_kept_busy_by_its_own_tasks_times_out_on_time(
+    async_runs: dict[str, Any],
+) -> None:
+    # its tasks waiting behind one another were taken for being held up: it ran for 30 s
+    got = async_runs["pollers"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {"polls": "timeout"}
+    assert got["elapsed"] < 10
 
 
 def test_async_what_items_leave_behind_neither_dies_unseen_nor_holds_the_end(

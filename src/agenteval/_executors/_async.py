@@ -44,6 +44,7 @@ from typing import Any
 from .. import _loops
 from .._evaluator import BaseEvaluator
 from .._item import (
+    CANCELLED,
     HardStop,
     ItemTask,
     aexecute_item,
@@ -132,15 +133,12 @@ class AsyncExecutor(Executor):
             wait = _HARD_STOP_WAIT
             items = self._items
             self._unstarted(items, running)
+            cut_off = self._cut_off(items, running, stop.cut_off)  # (before they are cancelled)
             for key in running:
                 items.cancel(key)
             on_result(*self._collect(items, running, 0.0))  # results already in are kept
-            now = time.perf_counter()
-            while running:
-                key = next(iter(running))
-                _, task = running.pop(key)
-                record = cancelled_record(task, now - items.started.get(key, now), stop.cut_off)
-                on_result(items.with_output(record, key))
+            on_result(*(cut_off[key] for key in list(running)))
+            running.clear()
             raise
         finally:
             self._items.close(_CLOSE_LIMIT if wait is None else wait)
@@ -153,6 +151,20 @@ class AsyncExecutor(Executor):
                 self._items.abandon()
             if self._items.stalls is not None:
                 self.notices.extend(self._items.stalls.notices())
+
+    @staticmethod
+    def _cut_off(
+        items: _ItemLoop, running: dict[int, Pulled], message: str = CANCELLED
+    ) -> dict[int, ItemResult]:
+        """The records of the items still running, cut off now: what they spent, and what
+        ``run`` returned if it had (read before they are cancelled, which forgets it)."""
+        now = time.perf_counter()
+        return {
+            key: items.with_output(
+                cancelled_record(task, now - items.started.get(key, now), message), key
+            )
+            for key, (_, task) in running.items()
+        }
 
     def _new_items(self) -> _ItemLoop:
         options = self.options
@@ -201,14 +213,11 @@ class AsyncExecutor(Executor):
             finished = self._collect(items, running, wait)
             if stop_deadline is not None and time.monotonic() >= stop_deadline:
                 on_result(*finished)
+                cut_off = self._cut_off(items, running)  # (before they are cancelled)
                 for key in running:
                     items.cancel(key)
-                now = time.perf_counter()
-                while running:
-                    key = next(iter(running))
-                    took = now - items.started.get(key, now)
-                    record = cancelled_record(running.pop(key)[1], took)
-                    on_result(items.with_output(record, key))
+                on_result(*cut_off.values())
+                running.clear()
                 return _CANCEL_WAIT
             stuck = items.stuck() if self._given_up < _MOST_GIVEN_UP else None
             if stuck is not None:
@@ -499,7 +508,11 @@ class _ItemLoop:
             return
         self._settling.discard(key)
         ready = any(_ready(t) for t in [worker, *self.stalls.tasks_of(key)])
-        due = 0.0 if key in self._timed_out else self.stalls.give_back(key, ready)
+        due = (
+            0.0
+            if key in self._timed_out
+            else self.stalls.give_back(key, ready, most=self.timeout or 0.0)
+        )
         if due > 0:
             self._timers[key] = self.loop.call_later(due, self._expire, key)
             return

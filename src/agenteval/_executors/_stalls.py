@@ -9,11 +9,11 @@ loop, and the item it works for, sub-tasks included. The time it saw each item r
 is charged to that item, and the notices after the run name it.
 
 When an item's deadline comes, it gets back the time it was kept waiting: ready to run
-(a timer of its own that came due, a task of its own woken) while the loop ran something
-else — ``time_loop`` measures that, for each item — and at least the time others held the
-loop since it started, if it is ready to run then (what it awaited is done, or one of its
-tasks is ready). Held up, not slow: an item still awaiting something slow times out on
-time, and the time its own code held the loop is its own.
+(a timer of its own that came due, a task of its own woken) while other items' code ran —
+``time_loop`` measures that, for each item, up to its timeout again in all — and at least
+the time others held the loop since it started, if it is ready to run then (what it
+awaited is done, or one of its tasks is ready). Held up, not slow: an item still awaiting
+something slow times out on time, and the time its own code ran is its own.
 """
 
 from __future__ import annotations
@@ -43,23 +43,30 @@ _SMALLEST = 0.01
 
 
 def time_loop(loop: asyncio.AbstractEventLoop, stalls: Stalls) -> None:
-    """Have ``loop`` tell ``stalls`` how long each item's callbacks waited to run: a timer
-    from the moment it came due, a task's step from the moment it was woken. Each item's
-    code runs in a context where :data:`ITEM` is its key."""
+    """Have ``loop`` tell ``stalls`` how long each item was kept waiting by other items'
+    code: while one of its callbacks waited to run (a task's step from the moment it was
+    woken, a timer from the moment it came due), the time other items' callbacks ran. Each
+    item's code runs in a context where :data:`ITEM` is its key."""
     call_soon, call_at = loop.call_soon, loop.call_at
-    clock, credit = time.monotonic, stalls.waited
+    clock = time.monotonic
+
+    def timed(key: int, callback: Any, since: float, due: float | None) -> Any:
+        def run(*args: Any) -> Any:
+            started = clock()
+            if due is None or started > due:
+                stalls.kept_waiting(key, since, None if due is None else started - due)
+            try:
+                return callback(*args)
+            finally:
+                stalls.ran(key, clock() - started)
+
+        return run
 
     def timed_soon(callback: Any, *args: Any, context: contextvars.Context | None = None) -> Any:
         key = context.get(ITEM) if context is not None else ITEM.get(None)
         if key is None:
             return call_soon(callback, *args, context=context)
-        queued = clock()
-
-        def run(*args: Any) -> Any:
-            credit(key, clock() - queued)
-            return callback(*args)
-
-        return call_soon(run, *args, context=context)
+        return call_soon(timed(key, callback, stalls.others(key), None), *args, context=context)
 
     def timed_at(
         when: float, callback: Any, *args: Any, context: contextvars.Context | None = None
@@ -67,13 +74,7 @@ def time_loop(loop: asyncio.AbstractEventLoop, stalls: Stalls) -> None:
         key = context.get(ITEM) if context is not None else ITEM.get(None)
         if key is None:
             return call_at(when, callback, *args, context=context)
-
-        def run(*args: Any) -> Any:
-            late = clock() - when
-            if late > 0:
-                credit(key, late)
-            return callback(*args)
-
+        run = timed(key, callback, stalls.others(key), when)
         return call_at(when, run, *args, context=context)
 
     # (an instance attribute: what asyncio's tasks and timers call, its C code included)
@@ -96,7 +97,10 @@ class Stalls:
         self.ended_at = 0.0  # when the last stall was counted
         self._begun: dict[int, tuple[float, float]] = {}  # key -> (start, ``total`` then)
         self._given: dict[int, float] = {}  # key -> the time others held the loop, given back
-        self._waited: dict[int, float] = {}  # key -> seconds it was ready but kept waiting
+        self._waited: dict[int, float] = {}  # key -> seconds others kept it waiting
+        self._ran: dict[int, float] = {}  # key -> seconds its callbacks ran (``time_loop``)
+        self._ran_all = 0.0  # the same, of every item
+        self._owed_up_to: dict[int, float] = {}  # key -> ``others`` when last owed
         self._charged: dict[int, float] = {}  # key -> the seconds its own code held the loop
         self._tasks: dict[int, ItemTask] = {}
         self._owners: dict[asyncio.Task[Any], int] = {}  # an item's own tasks -> its key
@@ -143,6 +147,8 @@ class Stalls:
         self._begun.pop(key, None)
         self._given.pop(key, None)
         self._waited.pop(key, None)
+        self._ran.pop(key, None)
+        self._owed_up_to.pop(key, None)
         self._charged.pop(key, None)
         self._tasks.pop(key, None)
 
@@ -152,16 +158,36 @@ class Stalls:
         _, total_then = self._begun[key]
         return max(0.0, self.total - total_then - self._charged.get(key, 0.0))
 
-    def waited(self, key: int, seconds: float) -> None:
-        """The item was ready to run for ``seconds`` before the loop ran it."""
-        if key in self._begun:
-            self._waited[key] = self._waited.get(key, 0.0) + seconds
+    def others(self, key: int) -> float:
+        """Seconds the callbacks of items other than ``key`` have run, in all."""
+        return self._ran_all - self._ran.get(key, 0.0)
 
-    def give_back(self, key: int, ready: bool) -> float:
-        """At the item's deadline: the seconds to move it by, those it was kept waiting
-        (and at least those others held the loop for since it started, if the item is
-        ``ready`` to run) not given back yet."""
-        held_up = self._waited.get(key, 0.0) - self._charged.get(key, 0.0)
+    def ran(self, key: int, seconds: float) -> None:
+        """A callback of the item ran for ``seconds``."""
+        self._ran_all += seconds
+        if key in self._begun:
+            self._ran[key] = self._ran.get(key, 0.0) + seconds
+
+    def kept_waiting(self, key: int, since: float, late: float | None) -> None:
+        """A callback of the item, queued when :meth:`others` was ``since`` (a timer:
+        ``late`` seconds past due), is about to run: the item is owed what other items ran
+        meanwhile (no more than ``late``), but once for waits that overlap."""
+        if key not in self._begun:
+            return
+        now = self.others(key)
+        owed = now - max(since, self._owed_up_to.get(key, 0.0))
+        if late is not None:
+            owed = min(owed, late)
+        if owed > 0:
+            self._waited[key] = self._waited.get(key, 0.0) + owed
+            self._owed_up_to[key] = now
+
+    def give_back(self, key: int, ready: bool, most: float) -> float:
+        """At the item's deadline: the seconds to move it by, those it was kept waiting by
+        other items' code (``most`` of them in all: an item sharing the loop with busy
+        ones still times out, if later), and at least those others held the loop for
+        since it started, if the item is ``ready`` to run; less what was given back."""
+        held_up = min(self._waited.get(key, 0.0), most)
         owed = max(self._others(key), held_up) if ready else held_up
         due = owed - self._given.get(key, 0.0)
         if due <= (0.0 if ready else _SMALLEST):
