@@ -30,8 +30,8 @@ class ItemContext:
     item's agent usage when ``run`` returns no trajectory that carries usage — it raised,
     timed out, or returned the answer's text."""
 
-    last_result: object = None
-    """The result ``assert_that`` recorded last: ``evaluate`` may return it."""
+    recorded: list[object] = field(default_factory=list)
+    """The results ``assert_that`` recorded: ``evaluate`` may return them."""
     unawaited: list[Any] = field(default_factory=list)
     """The ``aassert_that`` coroutines made for this item, to find one never awaited."""
 

@@ -202,7 +202,7 @@ class BaseEvaluator:
                 "assert_that() can only be called while an item is being evaluated "
                 "(from evaluate() or run())"
             )
-        ctx.last_result = result
+        ctx.recorded.append(result)
         name = getattr(assertion, "name", type(assertion).__name__)
         if result is not PASSED or type(name) is not str:
             ctx.assertions.append(_new_record(name, result, soft, frame))

@@ -256,6 +256,14 @@ def closed_with_loop(exc: BaseException) -> bool:
     return False
 
 
+def _recorded(ctx: ItemContext, done: Any) -> bool:
+    """Whether ``done`` is what ``assert_that`` returned: a result, or a list of them
+    (``return await asyncio.gather(self.aassert_that(...), ...)``)."""
+    results = done if isinstance(done, (list, tuple)) and done else [done]
+    recorded = {id(result) for result in ctx.recorded}
+    return all(isinstance(r, AssertionResult) and id(r) in recorded for r in results)
+
+
 def _check_evaluated(ctx: ItemContext, done: Any) -> None:
     """Raise when ``evaluate`` left a check unrecorded: it returned one (``return
     StringContains(...).evaluate(output)``, ``return "refund" in output``) or never awaited
@@ -269,7 +277,7 @@ def _check_evaluated(ctx: ItemContext, done: Any) -> None:
                 f"evaluate() called aassert_that(){line} without awaiting it, so nothing was "
                 f"checked: write `await self.aassert_that(...)`"
             )
-    if done is None or done is ctx.last_result:  # (``return self.assert_that(...)``)
+    if done is None or _recorded(ctx, done):  # (``return self.assert_that(...)``)
         return
     if isinstance(done, AssertionResult):
         shown = f"an AssertionResult ({'passed' if done.passed else 'failed'}: {done.message})"
