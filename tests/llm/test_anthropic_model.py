@@ -674,3 +674,18 @@ def test_anthropic_model_a_whole_message_cut_short_is_retried(
     reply = make().complete(HI)
 
     assert (reply.text, reply.retries) == ("Hello!", 1)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("content_type", ["text/plain", "application/json"])
+def test_anthropic_model_reads_an_event_stream_under_another_label(
+    fake_provider: FakeProvider, make: MakeModel, asynchronous: bool, content_type: str
+) -> None:
+    # a gateway that mislabels the stream: taken for a reply that is no stream
+    body = _stream(("", "Hello!")).text
+    fake_provider.add(FakeProvider.raw(body, content_type=content_type))
+    model = make()
+
+    reply = asyncio.run(model.acomplete(HI)) if asynchronous else model.complete(HI)
+
+    assert (reply.text, reply.retries) == ("Hello!", 0)

@@ -128,8 +128,10 @@ class AnthropicModel(SdkClients):
         def attempt() -> _Reply:
             with client.messages.create(**params, stream=True) as stream:
                 if not _is_event_stream(stream.response):
-                    return _whole_reply(stream.response, stream.response.read())
-                reply = _Reply()
+                    whole = _whole_reply(stream.response, stream.response.read())
+                    if whole is not None:
+                        return whole
+                reply = _Reply()  # (events read from the body read, should it have been)
                 for event in stream:
                     reply.add(event)
                 return reply.finished()
@@ -152,7 +154,9 @@ class AnthropicModel(SdkClients):
             async def attempt() -> _Reply:
                 async with await client.messages.create(**params, stream=True) as stream:
                     if not _is_event_stream(stream.response):
-                        return _whole_reply(stream.response, await stream.response.aread())
+                        whole = _whole_reply(stream.response, await stream.response.aread())
+                        if whole is not None:
+                            return whole
                     reply = _Reply()
                     async for event in stream:
                         reply.add(event)
@@ -261,9 +265,13 @@ def _is_event_stream(response: Any) -> bool:
     return not content_type or content_type.startswith("text/event-stream")
 
 
-def _whole_reply(response: Any, body: bytes) -> _Reply:
-    """A 200 reply that is not a stream: a whole Message, as a proxy that ignores
-    ``stream: true`` sends it, is read; anything else is :class:`_Unreadable`."""
+def _whole_reply(response: Any, body: bytes) -> _Reply | None:
+    """A 200 reply not labelled a stream: a whole Message, as a proxy that ignores
+    ``stream: true`` sends it, is read; an event stream under another label (a gateway
+    that mislabels it) is ``None``, to be read as one; anything else is
+    :class:`_Unreadable`."""
+    if body.lstrip().startswith((b"event:", b"data:", b":")):
+        return None
     from anthropic.types import Message as AnthropicMessage
     from pydantic import ValidationError
 
