@@ -1491,6 +1491,7 @@ class PrintsSecret(BaseEvaluator):
     async def run(self, item):
         print("token is", os.environ["MY_SERVICE_TOKEN"])
         print("and again", os.environ["MY_SERVICE_TOKEN"], file=sys.stderr)
+        sys.stdout.writelines(["lines ", os.environ["MY_SERVICE_TOKEN"], "\\n"])
         return "x"
 
     def evaluate(self, output, item):
@@ -1509,6 +1510,7 @@ def test_cli_what_items_print_in_process_is_redacted(
     assert "tok-abcdef123456" not in result.stdout + result.stderr
     assert "token is [REDACTED]" in result.stdout
     assert "and again [REDACTED]" in result.stderr
+    assert "lines [REDACTED]" in result.stdout
 
 
 LEAVES_TASKS = """

@@ -108,8 +108,9 @@ class Redactor:
 class RedactingStream:
     """Stands in for ``sys.stdout`` or ``sys.stderr`` while items run in agenteval's
     process: what they print reaches the console with every secret masked, as their
-    records do. (A secret split across two writes is not seen; what a subprocess writes
-    to the descriptor does not pass here.)"""
+    records do. (A secret split across two writes is not seen; bytes written to
+    ``sys.stdout.buffer``, and what a subprocess writes to the descriptor, do not pass
+    here.)"""
 
     def __init__(self, stream: Any, redact: Redactor) -> None:
         self.proxied = stream
@@ -120,6 +121,10 @@ class RedactingStream:
             self.proxied.write(self._redact(text))
             return len(text)
         return int(self.proxied.write(text))  # (the stream's own error for bytes)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
 
     def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding, ...
         return getattr(self.proxied, name)

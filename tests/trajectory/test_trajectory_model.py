@@ -568,6 +568,7 @@ def test_trajectory_from_anthropic_cited_text_and_server_tools() -> None:
 
     # cited text comes in several blocks; the server's own tools sit in the same message
     blocks = [
+        TextBlock(type="text", text="Let me look."),
         ServerToolUseBlock(type="server_tool_use", id="s1", name="web_search", input={"q": "x"}),
         WebSearchToolResultBlock.model_validate(
             {
@@ -583,7 +584,7 @@ def test_trajectory_from_anthropic_cited_text_and_server_tools() -> None:
     trajectory = Trajectory.from_anthropic(
         [{"role": "user", "content": "capital?"}, {"role": "assistant", "content": blocks}]
     )
-    assert trajectory.final_answer() == "The capital of France is Paris."
+    assert trajectory.final_answer() == "Let me look.\nThe capital of France is Paris."
     assert trajectory.step_count() == 1  # one model call
     (call,) = trajectory.tool_calls("web_search")
     assert (call.id, call.inputs, call.is_error) == ("s1", {"q": "x"}, True)

@@ -700,7 +700,7 @@ def _anthropic_reply(blocks: list[Any], raw: Any, i: int) -> list[Message]:
     comes in several), its tool calls, then the results of the server's own tools
     (``server_tool_use`` and ``web_search_tool_result`` and their kin, in the same message)."""
     where = f"Trajectory.from_anthropic: message #{i}"
-    texts: list[str] = []
+    runs: list[list[str]] = [[]]  # runs of text blocks, one after another
     calls: list[ToolCall] = []
     results: list[Message] = []
     for j, block in enumerate(blocks):
@@ -721,7 +721,10 @@ def _anthropic_reply(blocks: list[Any], raw: Any, i: int) -> list[Message]:
             results.append(
                 Message.tool(str(_field(block, "tool_use_id")), _text(content), bool(failed))
             )
-        elif kind == "text":
-            texts.append(str(_field(block, "text", "")))
-    reply = Message.assistant("".join(texts), calls, _usage(raw.get("usage"), where))
+        if kind == "text":
+            runs[-1].append(str(_field(block, "text", "")))
+        elif runs[-1]:  # text on either side of a tool: two lines
+            runs.append([])
+    text = "\n".join("".join(run) for run in runs if run)
+    reply = Message.assistant(text, calls, _usage(raw.get("usage"), where))
     return [reply, *results]
