@@ -205,6 +205,11 @@ def test_run_evaluations_takes_one_path_class_or_driver_alone(
             "(with no arguments)",
         ),
         (
+            {"paths": "alone"},
+            "run_evaluations: pass the class Echo, not an instance of it: agenteval builds it "
+            "(with no arguments)",
+        ),
+        (
             {"outputs": ["console"]},
             "run_evaluations: outputs[0] is 'console' (str): use an OutputDriver class or "
             "instance, e.g. ConsoleOutput or JsonOutput(path='results.json')",
@@ -218,7 +223,8 @@ def test_run_evaluations_misuse_is_one_clear_error(
 
     monkeypatch.chdir(tmp_path)
     echo = _echo_class()
-    paths = [echo()] if call.pop("paths", None) == "instance" else [echo]
+    how = call.pop("paths", None)
+    paths = [echo()] if how == "instance" else echo() if how == "alone" else [echo]
     with pytest.raises(AgentEvalError) as info:
         run_evaluations(paths, journal=False, **call)  # type: ignore[arg-type]
     assert str(info.value) == error

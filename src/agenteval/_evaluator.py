@@ -181,10 +181,11 @@ class BaseEvaluator:
         if usage is None or isinstance(usage, Mapping):
             usage = _usage_of({**(usage or {}), **tokens})
         elif not isinstance(usage, Usage) or tokens:
+            cls = type(usage)
             raise TypeError(
-                f"report_usage() takes a Usage or token counts, e.g. "
-                f"report_usage(input_tokens=812, output_tokens=95); got {type(usage).__name__}"
-                + (" and counts" if tokens else "")
+                f"report_usage() takes an agenteval.trajectory.Usage or token counts, e.g. "
+                f"report_usage(input_tokens=812, output_tokens=95); got "
+                f"{cls.__module__}.{cls.__qualname__}" + (" and counts" if tokens else "")
             )
         ctx.add_agent_usage(usage)
 

@@ -155,7 +155,9 @@ def close_loop() -> None:
         for task in left:
             task.cancel()
         if left:
-            _loop.run_until_complete(asyncio.wait(left, timeout=_LEFT_TASKS_WAIT))
+            _, stubborn = _loop.run_until_complete(asyncio.wait(left, timeout=_LEFT_TASKS_WAIT))
+            for task in stubborn:  # it caught every cancellation: closed with the loop, quietly
+                task._log_destroy_pending = False  # type: ignore[attr-defined]
         _loop.run_until_complete(_loop.shutdown_asyncgens())
         _loop.run_until_complete(_loops.release())
         _loop.close()

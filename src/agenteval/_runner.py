@@ -911,8 +911,8 @@ def _check_unchanged(
 def _as_paths(paths: Any) -> list[str | Path | type[BaseEvaluator]]:
     """``paths`` as a list: one path or class alone is taken for a list of it (a string
     would otherwise be read one letter at a time)."""
-    if isinstance(paths, (str, Path, type)):
-        return [paths]
+    if isinstance(paths, (str, Path, type, BaseEvaluator)):
+        paths = [paths]
     try:
         listed = list(paths)
     except TypeError:
