@@ -1565,3 +1565,38 @@ def test_cli_two_consoles_on_standard_output_are_refused(cli: Cli, write: Write)
         "agenteval: error: evaluation.py: 2 ConsoleOutputs write to standard output: keep one "
         "(with verbose=True for the longer report), or give the others a stream=...\n",
     )
+
+
+def test_cli_a_driver_failure_is_shown_once_where_stdout_and_stderr_meet(
+    write: Write, tmp_path: Path
+) -> None:
+    # the console's verdict listed it, then the stderr line said it again on the same screen
+    import subprocess
+
+    from cli_support import AGENTEVAL
+
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleOutput, OutputDriver
+
+        class Broken(OutputDriver):
+            def output(self, summary):
+                raise OSError("disk full")
+
+        output = [ConsoleOutput, Broken]
+        """,
+    )
+    both = subprocess.run(
+        [AGENTEVAL, "run"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert both.returncode == 2
+    assert both.stdout.count("output driver failed: Broken.output() raised OSError") == 1
+    apart = subprocess.run([AGENTEVAL, "run"], cwd=tmp_path, capture_output=True, text=True)
+    assert "error: output driver failed" in apart.stdout
+    assert apart.stderr.startswith("agenteval: output driver failed")  # (for a log of stderr)

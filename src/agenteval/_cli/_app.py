@@ -243,9 +243,19 @@ def run(
         raise _fail("interrupted", 130) from None
     except HardStop as exc:  # a second signal while what was set up was torn down
         raise _fail(f"stopped at once by a second {exc}", EXIT_SIGNAL.get(str(exc), 130)) from None
-    for error in summary.driver_errors:  # (also in the console report: this is for the log)
-        typer.echo(f"agenteval: output driver failed: {one_line(error)}", err=True)
+    shown = _shown_on_stderr() if summary.driver_errors else frozenset()
+    for error in summary.driver_errors:  # (for the log: unless the console's verdict, on
+        if error not in shown:  # the same file, listed it already)
+            typer.echo(f"agenteval: output driver failed: {one_line(error)}", err=True)
     raise typer.Exit(summary.exit_code)
+
+
+def _shown_on_stderr() -> frozenset[str]:
+    if "agenteval.outputs._console" not in sys.modules:  # no console ran
+        return frozenset()
+    from ..outputs._console import shown_on
+
+    return shown_on(2)
 
 
 _TEMPLATE = '''"""{class_name}: evaluates ... (describe what this evaluator checks)."""

@@ -243,6 +243,10 @@ class ConsoleOutput(OutputDriver):
         self.stop_live()
         for text, style in self.render_verdict(run):
             self._line(text, style)
+        if run.driver_errors and not self._gone:
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                where = os.fstat((self.stream or sys.stdout).fileno())
+                SHOWN_DRIVER_ERRORS.append((where, frozenset(run.driver_errors)))
 
     def stop_live(self) -> None:
         """Take the progress bars away, should they be up (the runner calls it when a run
@@ -468,6 +472,22 @@ def _rate(rate: float, items: int) -> str:
 def _error_text(error: ErrorInfo) -> str:
     message = _one_line(error.message)
     return f"{error.type}: {message}" if message else error.type
+
+
+SHOWN_DRIVER_ERRORS: list[tuple[os.stat_result, frozenset[str]]] = []
+"""Driver failures a console's verdict listed, and the file it wrote to: the CLI does not
+repeat them on stderr when stderr is that same file (a terminal, ``> log 2>&1``)."""
+
+
+def shown_on(fd: int) -> frozenset[str]:
+    """The driver failures a console listed on the file ``fd`` is."""
+    try:
+        here = os.fstat(fd)
+    except OSError:
+        return frozenset()
+    return frozenset().union(
+        *(errors for where, errors in SHOWN_DRIVER_ERRORS if os.path.samestat(where, here))
+    )
 
 
 NOTABLE_LIMIT = 25
