@@ -189,8 +189,8 @@ class ConsoleOutput(OutputDriver):
         counts = self._counts.get(result.evaluator)
         if self._live_display is None or counts is None:
             return
-        slot = 0 if result.status == "passed" else 1 if result.status == "failed" else 2
-        counts[slot] += 1
+        if result.status != "cancelled":  # (not an error: the report counts it apart)
+            counts[{"passed": 0, "failed": 1}.get(result.status, 2)] += 1
         self._live_display.later(partial(self._advance_bar, result.evaluator, *counts))
 
     def output(self, summary: EvaluatorSummary) -> None:
