@@ -438,7 +438,9 @@ from agenteval.assertions import StringContains
 
 class Unrecorded(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": k} for k in ("result", "bool", "returned", "gathered", "unawaited")]
+        return [
+            {"id": k} for k in ("result", "bool", "returned", "none", "gathered", "unawaited")
+        ]
 
     def run(self, item):
         return "no"
@@ -450,6 +452,8 @@ class Unrecorded(BaseEvaluator):
             return "refund" in output
         if item["id"] == "returned":  # recorded, then returned: fine
             return self.assert_that(StringContains("no"), output)
+        if item["id"] == "none":  # or none
+            return await asyncio.gather()
         if item["id"] == "gathered":  # so are several
             return await asyncio.gather(
                 self.aassert_that(StringContains("n"), output),
@@ -476,10 +480,10 @@ def test_cli_a_check_evaluate_does_not_record_is_an_error(
         "which records nothing: check with self.assert_that(assertion, output) (evaluate "
         "returns nothing)",
         "  ERROR    item 'unawaited' · evaluate · EvaluationError: evaluate() called "
-        "aassert_that() (line 26) without awaiting it, so nothing was checked: write "
+        "aassert_that() (line 30) without awaiting it, so nothing was checked: write "
         "`await self.aassert_that(...)`",
     ]
-    assert "2 passed, 0 failed, 3 errors" in result.stdout
+    assert "3 passed, 0 failed, 3 errors" in result.stdout
     assert "never awaited" not in result.stderr  # (closed: no RuntimeWarning)
 
 

@@ -261,7 +261,7 @@ def closed_with_loop(exc: BaseException) -> bool:
 def _recorded(ctx: ItemContext, done: Any) -> bool:
     """Whether ``done`` is what ``assert_that`` returned: a result, or a list of them
     (``return await asyncio.gather(self.aassert_that(...), ...)``)."""
-    results = done if isinstance(done, (list, tuple)) and done else [done]
+    results = done if isinstance(done, (list, tuple)) else [done]  # ([]: gathered nothing)
     recorded = {id(result) for result in ctx.recorded}
     return all(isinstance(r, AssertionResult) and id(r) in recorded for r in results)
 

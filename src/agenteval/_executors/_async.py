@@ -494,25 +494,20 @@ class _ItemLoop:
         )
 
     def _expire(self, key: int) -> None:
-        """The item's time is up: cancel it, unless others' code held the loop while it
-        was ready to run (then it gets that time back)."""
+        """The item's time is up: cancel it, unless other items' code kept it waiting or
+        held the loop meanwhile (then it gets that time back)."""
         self._timers.pop(key, None)
         worker = self._current.get(key)
         if worker is None or self.stalls is None:
             return
         if key not in self._settling and self.stalls.just_ended():
             # the timers that fell due meanwhile run in this same step, after this one:
-            # look again once they have, to see whether the item is ready to run
+            # look again once they have, and have told how long they waited
             self._settling.add(key)
             self._timers[key] = self.loop.call_soon(self._expire, key)
             return
         self._settling.discard(key)
-        ready = any(_ready(t) for t in [worker, *self.stalls.tasks_of(key)])
-        due = (
-            0.0
-            if key in self._timed_out
-            else self.stalls.give_back(key, ready, most=self.timeout or 0.0)
-        )
+        due = 0.0 if key in self._timed_out else self.stalls.give_back(key, self.timeout or 0.0)
         if due > 0:
             self._timers[key] = self.loop.call_later(due, self._expire, key)
             return
@@ -663,15 +658,6 @@ def _daemonic(thread: threading.Thread, daemon: bool) -> None:
     """What threads started from ``thread`` inherit (``Thread.daemon`` is read from the
     thread that makes one); the running thread itself stays what it was started as."""
     thread._daemonic = daemon  # type: ignore[attr-defined]
-
-
-def _ready(task: asyncio.Task[Any]) -> bool:
-    """Whether the task would run now but for the loop being held: what it awaits is done
-    (asyncio keeps that as ``_fut_waiter``; where it does not, assume so)."""
-    if task.done():
-        return False
-    waiter = getattr(task, "_fut_waiter", None)
-    return waiter is None or bool(waiter.done())
 
 
 def _changed(fresh: contextvars.Context) -> bool:

@@ -8,12 +8,11 @@ the main thread looks (``watch``, while it waits for records): the task running 
 loop, and the item it works for, sub-tasks included. The time it saw each item running
 is charged to that item, and the notices after the run name it.
 
-When an item's deadline comes, it gets back the time it was kept waiting: ready to run
-(a timer of its own that came due, a task of its own woken) while other items' code ran —
-``time_loop`` measures that, for each item, up to its timeout again in all — and at least
-the time others held the loop since it started, if it is ready to run then (what it
-awaited is done, or one of its tasks is ready). Held up, not slow: an item still awaiting
-something slow times out on time, and the time its own code ran is its own.
+When an item's deadline comes, it gets back the time it was kept waiting — ready to run
+(a timer of its own that came due, a task of its own woken) while other items' code ran,
+as ``time_loop`` measures it — or, if more, the time others held the loop since it
+started (what it waited on may have come meanwhile: a socket's reply, a thread's result),
+up to its timeout again in all. Held up, not slow; the time its own code ran is its own.
 """
 
 from __future__ import annotations
@@ -182,15 +181,14 @@ class Stalls:
             self._waited[key] = self._waited.get(key, 0.0) + owed
             self._owed_up_to[key] = now
 
-    def give_back(self, key: int, ready: bool, most: float) -> float:
-        """At the item's deadline: the seconds to move it by, those it was kept waiting by
-        other items' code (``most`` of them in all: an item sharing the loop with busy
-        ones still times out, if later), and at least those others held the loop for
-        since it started, if the item is ``ready`` to run; less what was given back."""
-        held_up = min(self._waited.get(key, 0.0), most)
-        owed = max(self._others(key), held_up) if ready else held_up
+    def give_back(self, key: int, most: float) -> float:
+        """At the item's deadline: the seconds to move it by, those other items kept it
+        waiting or held the loop for since it started (``most`` of them in all: an item
+        sharing the loop with busy ones, or awaiting something that hangs while another
+        blocks the loop, still times out, if later), less what was given back."""
+        owed = min(max(self._others(key), self._waited.get(key, 0.0)), most)
         due = owed - self._given.get(key, 0.0)
-        if due <= (0.0 if ready else _SMALLEST):
+        if due <= _SMALLEST:
             return 0.0
         self._given[key] = owed
         return due
