@@ -498,6 +498,37 @@ def pollers(cli: Any) -> dict[str, Any]:
     return run_async(cli, "pollers.py", POLLERS_EVALUATOR, "-c", "2", "--timeout", "1")
 
 
+BURSTS_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class Bursts(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": f"bursts-{n}"} for n in range(5)] + [{"id": "steady"}]
+
+    async def run(self, item):
+        if item["id"] == "steady":
+            for _ in range(40):  # 1.6 s of its own
+                await asyncio.sleep(0.04)
+            return "done"
+        await asyncio.sleep(0.01)
+        for _ in range(10):  # 1.5 s of its own, in bursts of 0.15 s that hold the loop
+            time.sleep(0.15)
+            await asyncio.sleep(0)
+        return "done"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def bursts(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "bursts.py", BURSTS_EVALUATOR, "-c", "6", "--timeout", "2")
+
+
 def leaves(cli: Any) -> dict[str, Any]:
     return run_async(cli, "leaves.py", LEAVES_EVALUATOR, "-c", "2")
 
@@ -606,6 +637,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "held-up": (held_up,),
         "leaves": (leaves,),
         "pollers": (pollers,),
+        "bursts": (bursts,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
     }
@@ -683,6 +715,17 @@ def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) 
     (first,) = [i for i in cli.items_of(cli.json("report.json")) if i["id"] == "item-0"]
     assert (first["output"], first["error"]["stage"]) == ("done", "evaluate")
     assert first["duration_s"] > 0.5  # (it was the grace period, whatever the item ran)
+
+
+def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(
+    async_runs: dict[str, Any],
+) -> None:
+    # each has 1.5-1.6 s of its own under a 2 s --timeout, and waits for the others' bursts:
+    # one was "timeout: it blocked the event loop for 1.6 s", charged with others' time
+    got = async_runs["bursts"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert set(cli.statuses(cli.json("report.json")).values()) == {"passed"}
 
 
 def test_async_an_item_kept_busy_by_its_own_tasks_times_out_on_time(

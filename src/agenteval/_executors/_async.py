@@ -507,7 +507,7 @@ class _ItemLoop:
             self._timers[key] = self.loop.call_soon(self._expire, key)
             return
         self._settling.discard(key)
-        due = 0.0 if key in self._timed_out else self.stalls.give_back(key, self.timeout or 0.0)
+        due = 0.0 if key in self._timed_out else self.stalls.give_back(key)
         if due > 0:
             self._timers[key] = self.loop.call_later(due, self._expire, key)
             return

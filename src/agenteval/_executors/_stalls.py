@@ -11,8 +11,8 @@ is charged to that item, and the notices after the run name it.
 When an item's deadline comes, it gets back the time it was kept waiting — ready to run
 (a timer of its own that came due, a task of its own woken) while other items' code ran,
 as ``time_loop`` measures it — or, if more, the time others held the loop since it
-started (what it waited on may have come meanwhile: a socket's reply, a thread's result),
-up to its timeout again in all. Held up, not slow; the time its own code ran is its own.
+started (what it waited on may have come meanwhile: a socket's reply, a thread's result).
+Held up, not slow; the time its own code ran is its own.
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ def time_loop(loop: asyncio.AbstractEventLoop, stalls: Stalls) -> None:
             started = clock()
             if due is None or started > due:
                 stalls.kept_waiting(key, since, None if due is None else started - due)
+            stalls.running[key] = started
             try:
                 return callback(*args)
             finally:
+                stalls.running.pop(key, None)
                 stalls.ran(key, clock() - started)
 
         return run
@@ -100,6 +102,8 @@ class Stalls:
         self._ran: dict[int, float] = {}  # key -> seconds its callbacks ran (``time_loop``)
         self._ran_all = 0.0  # the same, of every item
         self._owed_up_to: dict[int, float] = {}  # key -> ``others`` when last owed
+        self._longest: dict[int, float] = {}  # key -> its longest callback, in seconds
+        self.running: dict[int, float] = {}  # key -> when its callback running now began
         self._charged: dict[int, float] = {}  # key -> the seconds its own code held the loop
         self._tasks: dict[int, ItemTask] = {}
         self._owners: dict[asyncio.Task[Any], int] = {}  # an item's own tasks -> its key
@@ -148,6 +152,7 @@ class Stalls:
         self._waited.pop(key, None)
         self._ran.pop(key, None)
         self._owed_up_to.pop(key, None)
+        self._longest.pop(key, None)
         self._charged.pop(key, None)
         self._tasks.pop(key, None)
 
@@ -162,10 +167,13 @@ class Stalls:
         return self._ran_all - self._ran.get(key, 0.0)
 
     def ran(self, key: int, seconds: float) -> None:
-        """A callback of the item ran for ``seconds``."""
-        self._ran_all += seconds
+        """A callback of the item ran for ``seconds``: it keeps others waiting, while the
+        item runs (a task it left once recorded keeps no one's deadline away)."""
         if key in self._begun:
+            self._ran_all += seconds
             self._ran[key] = self._ran.get(key, 0.0) + seconds
+            if seconds > self._longest.get(key, 0.0):
+                self._longest[key] = seconds
 
     def kept_waiting(self, key: int, since: float, late: float | None) -> None:
         """A callback of the item, queued when :meth:`others` was ``since`` (a timer:
@@ -181,23 +189,34 @@ class Stalls:
             self._waited[key] = self._waited.get(key, 0.0) + owed
             self._owed_up_to[key] = now
 
-    def give_back(self, key: int, most: float) -> float:
+    def give_back(self, key: int) -> float:
         """At the item's deadline: the seconds to move it by, those other items kept it
-        waiting or held the loop for since it started (``most`` of them in all: an item
-        sharing the loop with busy ones, or awaiting something that hangs while another
-        blocks the loop, still times out, if later), less what was given back."""
-        owed = min(max(self._others(key), self._waited.get(key, 0.0)), most)
+        waiting or held the loop for since it started, less what was given back."""
+        owed = self._held_up(key)
         due = owed - self._given.get(key, 0.0)
         if due <= _SMALLEST:
             return 0.0
         self._given[key] = owed
         return due
 
+    def _held_up(self, key: int) -> float:
+        """Seconds other items kept the item waiting (``time_loop``), or held the loop
+        since it started, if more (what it waited on may have come meanwhile: a reply on
+        its socket, a thread's result)."""
+        return max(self._others(key), self._waited.get(key, 0.0))
+
     def overran_by(self, key: int, timeout: float) -> float:
         """For an item that finished: how long its own code held the loop, if it ran past
-        its timeout once what others held it for is taken off; else 0."""
-        others = self._others(key)  # (a stall that just ended is counted)
+        its timeout once what others kept it waiting is taken off (as ``give_back`` takes
+        it); else 0."""
+        others = self._held_up(key)  # (a stall that just ended is counted)
         blocked = self._charged.get(key, 0.0)
+        began = self.running.get(key)  # (its callback running now counts too)
+        longest = max(
+            self._longest.get(key, 0.0), 0.0 if began is None else time.monotonic() - began
+        )
+        if longest < STALL:  # none of its code ran that long at once: what ``watch``
+            return 0.0  # charged it was others'
         spent = time.monotonic() - self._begun[key][0]
         return blocked if blocked and spent - others > timeout else 0.0
 
