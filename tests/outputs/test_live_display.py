@@ -3,14 +3,19 @@ bar is erased as tall as it was drawn, and nothing of the bars reaches a file or
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
 import select
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -49,21 +54,43 @@ def write_evaluator(root: Path, name: str, source: str) -> None:
     (root / "evals" / f"{name}.py").write_text(textwrap.dedent(source))
 
 
+NARROWED = "\n<the terminal was narrowed here>\n"
+
+
 def run_on_a_terminal(
-    root: Path, *args: str, columns: int = 80, linger: float = 0, **extra_env: str
+    root: Path,
+    *args: str,
+    columns: int = 80,
+    linger: float = 0,
+    narrow_to: int | None = None,
+    **extra_env: str,
 ) -> tuple[int, str]:
-    """Run the CLI with a pty as its terminal (80x30); its exit code and raw output."""
+    """Run the CLI with a pty as its terminal (80x30); its exit code and raw output.
+    ``narrow_to``: the terminal's own size instead of ``COLUMNS``, narrowed to that many
+    columns once the bars have been up a while (``NARROWED`` marks where, in the output)."""
     pid, fd = pty.fork()
     if pid == 0:  # pragma: no cover - the child execs the CLI
         os.chdir(root)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
-        env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES="30", **extra_env)
+        env.update(TERM="xterm-256color", **extra_env)
+        if narrow_to is None:
+            env.update(COLUMNS=str(columns), LINES="30")
+        else:  # (set here: the parent could come after the CLI asked for its size)
+            env.pop("COLUMNS", None)
+            env.pop("LINES", None)
+            _resize(1, columns)
         if linger:  # a shell keeps the terminal after agenteval exits, as a user's does
             script = f'"$0" run "$@"; code=$?; sleep {linger}; exit $code'
             os.execve("/bin/sh", ["sh", "-c", script, AGENTEVAL, *args], env)
         os.execve(AGENTEVAL, [AGENTEVAL, "run", *args], env)
-    raw = bytearray()
+    raw, started, narrowed = bytearray(), time.monotonic(), False
     while True:
+        bars_up_a_while = "━".encode() in raw and time.monotonic() - started > 0.5
+        if narrow_to is not None and not narrowed and bars_up_a_while:
+            _resize(fd, narrow_to)
+            os.kill(pid, signal.SIGWINCH)
+            raw += NARROWED.encode()
+            narrowed = True
         ready, _, _ = select.select([fd], [], [], 60)
         assert ready, "the run did not end within 60 s"
         try:
@@ -76,6 +103,10 @@ def run_on_a_terminal(
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), raw.decode("utf-8", "replace")
+
+
+def _resize(fd: int, columns: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
 
 
 def test_what_items_print_shows_above_the_bars(tmp_path: Path) -> None:
@@ -411,41 +442,12 @@ SLOW_LONG_NAME = """
 
 def test_the_bars_fit_a_terminal_made_narrower_mid_run(tmp_path: Path) -> None:
     # the columns were chosen once: at 50 columns the counts and times fell off the bar
-    import fcntl
-    import signal
-    import struct
-    import termios
-    import time
-
     write_evaluator(tmp_path, "long_eval", SLOW_LONG_NAME)
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child execs the CLI
-        os.chdir(tmp_path)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTEVAL_", "FORCE"))}
-        env.pop("COLUMNS", None)
-        env.pop("LINES", None)
-        env["TERM"] = "xterm-256color"
-        os.execve(AGENTEVAL, [AGENTEVAL, "run", "evals", "--runs-dir", "runs"], env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
-    raw, narrowed, started = bytearray(), 0, time.monotonic()
-    while True:
-        if not narrowed and b"/40" in raw and time.monotonic() - started > 0.5:
-            fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 50, 0, 0))
-            os.kill(pid, signal.SIGWINCH)
-            narrowed = len(raw)
-        ready, _, _ = select.select([fd], [], [], 60)
-        assert ready, "the run did not end within 60 s"
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        raw += chunk
-    os.waitpid(pid, 0)
-    os.close(fd)
-    assert narrowed, "the run ended before the terminal was narrowed"
-    late = raw[narrowed:].decode("utf-8", "replace")
+    code, raw = run_on_a_terminal(
+        tmp_path, "evals", "--runs-dir", "runs", columns=120, narrow_to=50
+    )
+    assert code == 0 and NARROWED in raw, raw
+    late = raw.split(NARROWED)[1]
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", late.replace("\x1b[2K", "\n").replace("\r", "\n"))
     bars = [line for line in plain.split("\n") if line.startswith("AFairly")][2:]  # (redrawn)
     assert bars, late

@@ -87,8 +87,8 @@ class Stalls:
     """The loop's stalls so far, and what each item was charged for and spared.
 
     The loop's thread calls ``account`` (on each beat), ``just_ended``, ``start``,
-    ``finish``, ``give_back``, ``overran_by``, ``tasks_of`` and, as the loop's task
-    factory, ``task_factory``; the main thread calls ``watch``, ``holding`` and, once the
+    ``finish``, ``give_back``, ``overran_by``, ``others``, ``ran`` and ``kept_waiting``
+    (``time_loop``) and, as the loop's task factory, ``task_factory``; the main thread calls ``watch``, ``holding`` and, once the
     loop is given up or closed, ``forget`` and ``notices``.
     """
 
@@ -219,10 +219,6 @@ class Stalls:
             return 0.0  # charged it was others'
         spent = time.monotonic() - self._begun[key][0]
         return blocked if blocked and spent - others > timeout else 0.0
-
-    def tasks_of(self, key: int) -> list[asyncio.Task[Any]]:
-        """The tasks the item's code created and that still run."""
-        return [task for task, owner in list(self._owners.items()) if owner == key]
 
     def task_factory(
         self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any

@@ -147,6 +147,7 @@ class ConsoleOutput(OutputDriver):
     def start_run(self, run: RunInfo) -> None:
         """Print the run header and start the progress display."""
         self._argv = list(run.argv)
+        SHOWN_DRIVER_ERRORS.clear()  # (a run's own, not an earlier one's in this process)
         self._retrying = run.retrying
         self._parallel = run.executor != "inline" and run.concurrency > 1
         mode = (
