@@ -290,6 +290,62 @@ class InATask(BaseEvaluator):
         pass
 """
 
+CHUNKS_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+def cpu(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+class Chunks(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "chunks"}, {"id": "waits-0"}, {"id": "waits-1"}]
+
+    async def run(self, item):
+        if item["id"] == "chunks":
+            for _ in range(30):  # 9 s of CPU, in chunks of 0.3 s between awaits
+                cpu(0.3)
+                await asyncio.sleep(0)
+            return "answer"
+        for _ in range(4):  # 0.8 s of its own, held up by every chunk
+            await asyncio.sleep(0.2)
+        return "answer"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+IN_A_CALLBACK_EVALUATOR = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class InACallback(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "in-a-callback"}, {"id": "waits"}]
+
+    async def run(self, item):
+        if item["id"] == "in-a-callback":
+            done = asyncio.get_running_loop().create_future()
+            done.add_done_callback(lambda _: time.sleep(3))  # blocking code in a callback
+            asyncio.get_running_loop().call_later(0.1, done.set_result, "answer")
+            return await done
+        await asyncio.sleep(0.8)
+        return "answer"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
 FOR_GOOD_EVALUATOR = """
 import asyncio
 import time
@@ -584,6 +640,14 @@ def blocking(cli: Any) -> dict[str, Any]:
     return run_async(cli, "blocking.py", BLOCKING_EVALUATOR, "-c", "10", "--timeout", "2")
 
 
+def chunks(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "chunks.py", CHUNKS_EVALUATOR, "-c", "3", "--timeout", "1")
+
+
+def in_a_callback(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "in_a_callback.py", IN_A_CALLBACK_EVALUATOR, "-c", "2", "--timeout", "1")
+
+
 def for_good(cli: Any) -> dict[str, Any]:
     return run_async(cli, "for_good.py", FOR_GOOD_EVALUATOR, "-c", "3", "--timeout", "1")
 
@@ -640,6 +704,8 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "bursts": (bursts,),
         "swallows": (swallows,),
         "in-a-task": (in_a_task,),
+        "chunks": (chunks,),
+        "in-a-callback": (in_a_callback,),
     }
     with ThreadPoolExecutor(len(scenarios)) as pool:
         return {
@@ -977,4 +1043,41 @@ def test_async_blocking_code_in_a_task_of_the_item_is_charged_to_it(
     notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
     assert [n.split(" blocked the event loop")[0] for n in notices] == [
         "notice: item 'in-a-task' of in_a_task.py::InATask"
+    ]
+
+
+def test_async_an_item_computing_in_chunks_between_awaits_times_out_on_time(
+    async_runs: dict[str, Any],
+) -> None:
+    # each chunk of CPU held the loop, and the main thread's samples caught only part of
+    # each: the rest was taken for other items' time and given back to "chunks" itself, so
+    # it ran on until the loop was given up at twice its --timeout, and "waits-*" with it
+    got = async_runs["chunks"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"chunks": "timeout", "waits-0": "passed", "waits-1": "passed"}
+    (chunks,) = (i for i in cli.items_of(report) if i["id"] == "chunks")
+    assert chunks["error"]["message"] == "item exceeded --timeout 1s and was cancelled"
+    assert chunks["duration_s"] < 2.5
+    assert "for good" not in result.stdout
+    notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert [n.split(" blocked the event loop")[0] for n in notices] == [
+        "notice: item 'chunks' of chunks.py::Chunks"
+    ]
+
+
+def test_async_blocking_code_in_a_callback_of_the_item_is_charged_to_it(
+    async_runs: dict[str, Any],
+) -> None:
+    # a done-callback is no task: nobody was charged, and the 3 s it held the loop were
+    # given back to every item, its own included (it passed)
+    got = async_runs["in-a-callback"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"in-a-callback": "timeout", "waits": "passed"}
+    notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert [n.split(" blocked the event loop")[0] for n in notices] == [
+        "notice: item 'in-a-callback' of in_a_callback.py::InACallback"
     ]

@@ -281,7 +281,6 @@ class AsyncExecutor(Executor):
         except queue.Empty:
             if wait > 0 and not items.alive():
                 raise RuntimeError("the async executor's event loop stopped unexpectedly") from None
-            items.watch()
             return finished
         while True:
             # an item recorded as cancelled may still finish: its late record is dropped
@@ -297,7 +296,7 @@ class _ItemLoop:
     """An event loop in a thread of its own, running the items and nothing else.
 
     The main thread talks to it through ``submit``, ``wake``, ``hold``, ``cancel``,
-    ``watch`` and ``close``, reads finished records from ``done`` and start times from
+    ``stuck`` and ``close``, reads finished records from ``done`` and start times from
     ``started``, and the notices of ``stalls`` once the loop is closed; every other
     attribute belongs to the loop's thread.
     """
@@ -356,11 +355,6 @@ class _ItemLoop:
         """False once the loop's thread has ended."""
         return self._thread.is_alive()
 
-    def watch(self) -> None:
-        """Note which item holds the loop, should it be held (see ``_stalls``)."""
-        if self.stalls is not None:
-            self.stalls.watch(self.loop, self._current)
-
     def close(self, wait: float | None) -> None:
         """Stop the loop, cancelling what still runs, and wait up to ``wait`` s (None: all)."""
         with contextlib.suppress(RuntimeError):
@@ -403,8 +397,6 @@ class _ItemLoop:
             self.stalls.beat_at = time.monotonic()
             time_loop(self.loop, self.stalls)
             self.loop.call_soon(self._beat)
-            if self.loop.get_task_factory() is None:  # a user's own loop may have one
-                self.loop.set_task_factory(self.stalls.task_factory)
         try:
             while not self._closing:
                 # a task the user started may raise these through the loop: not theirs
@@ -607,6 +599,10 @@ class _ItemLoop:
             self._spent[key] = usage
 
         try:
+            if self.stalls is not None:
+                # its code starts in a step of its own, timed as its (this one, begun for
+                # the worker, is no item's)
+                await asyncio.sleep(0)
             record = await aexecute_item(
                 evaluator,
                 task,

@@ -3,10 +3,10 @@
 An item that runs blocking code in ``async def run`` (a ``time.sleep``, a sync client,
 CPU-bound work) holds the loop: no other item runs meanwhile, and their deadlines pass.
 With ``--timeout`` the loop beats every ``BEAT`` seconds; a beat that comes more than
-``STALL`` seconds late means the loop was held. Nothing on the loop runs while it is, so
-the main thread looks (``watch``, while it waits for records): the task running on the
-loop, and the item it works for, sub-tasks included. The time it saw each item running
-is charged to that item, and the notices after the run name it.
+``STALL`` seconds late means the loop was held. ``time_loop`` times every callback of an
+item's code (its tasks' steps, its timers, its futures' callbacks), so a stall is charged
+to the items whose callbacks ran in it, for as long as each ran; one running still (code
+that never gives the loop back) is seen by the main thread (``holding``).
 
 When an item's deadline comes, it gets back the time it was kept waiting — ready to run
 (a timer of its own that came due, a task of its own woken) while other items' code ran,
@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from .._item import ItemTask
@@ -39,6 +38,10 @@ _MOST = 5
 
 _SMALLEST = 0.01
 """Seconds of waiting too few to move a deadline for (each item waits a little)."""
+
+_CHARGED_FROM = 0.05
+"""Seconds an item's callbacks must run in one stall to be charged with it: many items
+running a little each (a busy loop) hold it up together, and none of them is to blame."""
 
 
 def time_loop(loop: asyncio.AbstractEventLoop, stalls: Stalls) -> None:
@@ -87,9 +90,9 @@ class Stalls:
     """The loop's stalls so far, and what each item was charged for and spared.
 
     The loop's thread calls ``account`` (on each beat), ``just_ended``, ``start``,
-    ``finish``, ``give_back``, ``overran_by``, ``others``, ``ran`` and ``kept_waiting``
-    (``time_loop``) and, as the loop's task factory, ``task_factory``; the main thread calls ``watch``, ``holding`` and, once the
-    loop is given up or closed, ``forget`` and ``notices``.
+    ``finish``, ``give_back``, ``overran_by``, and, from ``time_loop``, ``others``, ``ran``
+    and ``kept_waiting``; the main thread calls ``holding`` and, once the loop is given up
+    or closed, ``forget`` and ``notices``.
     """
 
     def __init__(self) -> None:
@@ -101,27 +104,29 @@ class Stalls:
         self._waited: dict[int, float] = {}  # key -> seconds others kept it waiting
         self._ran: dict[int, float] = {}  # key -> seconds its callbacks ran (``time_loop``)
         self._ran_all = 0.0  # the same, of every item
+        self._ran_since_beat: dict[int, float] = {}  # key -> the same, since ``beat_at``
         self._owed_up_to: dict[int, float] = {}  # key -> ``others`` when last owed
         self._longest: dict[int, float] = {}  # key -> its longest callback, in seconds
         self.running: dict[int, float] = {}  # key -> when its callback running now began
         self._charged: dict[int, float] = {}  # key -> the seconds its own code held the loop
         self._tasks: dict[int, ItemTask] = {}
-        self._owners: dict[asyncio.Task[Any], int] = {}  # an item's own tasks -> its key
-        self._seen: tuple[float, dict[int, float]] = (self.beat_at, {})  # by ``watch``
-        self._looked = self.beat_at
         self._named: dict[tuple[str, str | int], float] = {}  # for the notices
         self._unowned = 0.0
 
     # -- the loop's thread ----------------------------------------------------------------
     def account(self, *, beat: bool = False) -> None:
         """Count a stall, if the loop has not beaten for much longer than it should: each
-        item is charged what ``watch`` saw of it."""
+        item is charged the time its callbacks ran since the last beat."""
         now = time.monotonic()
         gap = now - self.beat_at - BEAT
         if gap > STALL:
-            tag, seen = self._seen
+            spans = self._ran_since_beat
+            for key, began in list(self.running.items()):  # (the one calling this)
+                spans[key] = spans.get(key, 0.0) + now - began
             owned = 0.0
-            for key, seconds in (dict(seen) if tag == self.beat_at else {}).items():
+            for key, seconds in sorted(spans.items(), key=lambda span: -span[1]):
+                if seconds < _CHARGED_FROM or owned >= gap:
+                    break
                 seconds = min(seconds, gap - owned)
                 owned += seconds
                 self._charged[key] = self._charged.get(key, 0.0) + seconds
@@ -134,6 +139,7 @@ class Stalls:
             self.ended_at = now
         if beat or gap > STALL:
             self.beat_at = now
+            self._ran_since_beat = {}
 
     def just_ended(self) -> bool:
         """Whether a stall was counted a moment ago: timers that came due while it lasted
@@ -172,6 +178,7 @@ class Stalls:
         if key in self._begun:
             self._ran_all += seconds
             self._ran[key] = self._ran.get(key, 0.0) + seconds
+            self._ran_since_beat[key] = self._ran_since_beat.get(key, 0.0) + seconds
             if seconds > self._longest.get(key, 0.0):
                 self._longest[key] = seconds
 
@@ -220,46 +227,13 @@ class Stalls:
         spent = time.monotonic() - self._begun[key][0]
         return blocked if blocked and spent - others > timeout else 0.0
 
-    def task_factory(
-        self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
-    ) -> asyncio.Task[Any]:
-        """Tasks as usual, remembering which item's code created each one."""
-        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        key = ITEM.get(None)
-        if key is not None:
-            self._owners[task] = key
-            task.add_done_callback(self._owners.pop)
-        return task
-
     # -- the main thread ------------------------------------------------------------------
-    def watch(self, loop: asyncio.AbstractEventLoop, workers: Mapping[int, Any]) -> None:
-        """If the loop has not beaten for a while, note the item whose code it runs."""
-        now = time.monotonic()
-        tag = self.beat_at
-        if now - tag < 2 * BEAT:
-            self._looked = now
-            return
-        running = asyncio.current_task(loop)
-        key = self._owners.get(running) if running is not None else None
-        if key is None:
-            # one call each: safe while the loop's thread changes them
-            key = next((k for k, w in list(workers.items()) if w is running), None)
-        seen_tag, seen = self._seen
-        if seen_tag != tag:
-            seen = {}
-            self._seen = (tag, seen)
-        if key is not None:
-            seen[key] = seen.get(key, 0.0) + min(now - self._looked, now - tag)
-        self._looked = now
-
     def holding(self, limit: float) -> tuple[int, float] | None:
         """The item holding the loop now, if its own code has held it for more than
         ``limit`` seconds since it started, with how long."""
-        tag, seen = self._seen
-        if tag != self.beat_at:  # no stall is going on
-            return None
-        for key, seconds in list(seen.items()):
-            held = self._charged.get(key, 0.0) + seconds
+        now = time.monotonic()
+        for key, began in list(self.running.items()):  # (one call: safe while it changes)
+            held = self._charged.get(key, 0.0) + now - began
             if held > limit:
                 return key, held
         return None
@@ -275,13 +249,12 @@ class Stalls:
         """What to tell the user: which items held the loop, for how long (one still
         holding it included), and how long no one item did."""
         named = dict(self._named)
-        tag, seen = self._seen
-        if tag == self.beat_at:  # a stall not over: the loop is held still
-            for key, seconds in dict(seen).items():
-                task = self._tasks.get(key)
-                if task is not None:
-                    where = (task.evaluator_id, task.id)
-                    named[where] = named.get(where, 0.0) + seconds
+        now = time.monotonic()
+        for key, began in list(self.running.items()):  # a stall not over: held still
+            task = self._tasks.get(key)
+            if task is not None:
+                where = (task.evaluator_id, task.id)
+                named[where] = named.get(where, 0.0) + now - began
         advice = "await instead, use asyncio.to_thread, or run with --executor fork"
         held = sorted(((where, s) for where, s in named.items() if s >= STALL), key=lambda x: -x[1])
         lines = [
