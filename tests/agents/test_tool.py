@@ -168,6 +168,22 @@ def test_tool_rejects_var_args() -> None:
     )
 
 
+class _Thing:
+    pass
+
+
+def test_tool_names_itself_when_a_parameter_type_has_no_schema() -> None:
+    # pydantic's own error, raised where the model of the parameters is made, named no tool
+    def handle(thing: _Thing) -> str:
+        return "x"
+
+    with pytest.raises(TypeError) as info:
+        tool(handle)
+    assert str(info.value).startswith(
+        "@tool 'handle': its parameters cannot be described as JSON schema: "
+    )
+
+
 def test_tool_rejects_async_functions() -> None:
     async def fetch(url: str) -> str:
         return url

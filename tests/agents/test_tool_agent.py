@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import functools
+import gc
+import warnings
 from typing import Any
 
 import pytest
@@ -110,6 +113,49 @@ def test_tool_agent_feeds_bad_arguments_back_as_errors() -> None:
     assert result.content == (
         "invalid arguments for 'search_orders': order_id: Field required; id: Extra inputs "
         "are not permitted"
+    )
+
+
+def test_tool_agent_feeds_a_system_exit_of_a_tool_back_as_an_error() -> None:
+    # a tool wrapping argparse raises SystemExit on arguments it refuses: the item erred
+    @tool
+    def cli_tool(args: str) -> str:
+        """Run the command line tool."""
+        raise SystemExit(2)
+
+    agent = ToolAgent(ScriptedModel([call("cli_tool", args="--n x"), "It failed."]), [cli_tool])
+    assert agent.chat("run it") == "It failed."
+    assert (agent.messages()[2].is_error, agent.messages()[2].content) == (True, "SystemExit: 2")
+
+
+def test_tool_agent_does_not_take_an_unawaited_coroutine_for_a_result() -> None:
+    # an async def behind a plain decorator: its coroutine was "the result", never run
+    ran: list[float] = []
+
+    def logged(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @tool
+    @logged
+    async def refund(amount: float) -> str:
+        """Refund."""
+        ran.append(amount)
+        return "refunded"
+
+    agent = ToolAgent(ScriptedModel([call("refund", amount=5), "Sorry."]), [refund])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no "coroutine ... was never awaited")
+        agent.chat("refund me")
+        gc.collect()
+    result = agent.messages()[2]
+    assert (result.is_error, ran) == (True, [])
+    assert result.content == (
+        "the tool 'refund' returned an awaitable (coroutine); async tools are not "
+        "supported: it was not run"
     )
 
 
@@ -271,7 +317,8 @@ def test_tool_agent_max_steps_ends_the_turn() -> None:
         "never reached",
         max_steps=2,
     )
-    assert agent.chat("loop") == ""
+    # the last text the model gave (its steps end in tool results; "" was returned)
+    assert agent.chat("loop") == "Searching..."
     assert agent.stop_reason == "max_steps"
     assert model.remaining == 1
     assert agent.to_trajectory().step_count() == 2

@@ -7,6 +7,7 @@ import pytest
 
 from agenteval._errors import EvaluationError, UsageError
 from agenteval.agents import ToolAgent, tool
+from agenteval.assertions import ToolWasNotCalled
 from agenteval.conversation import (
     Action,
     ApprovalRequest,
@@ -400,6 +401,62 @@ def test_conversation_with_user_accepts_any_next_turn_object() -> None:
     trajectory = conversation.run()
     assert [m.content for m in trajectory.user_messages()] == ["hi", "yes"]
     assert conversation.stop_reason == "answered"
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        (
+            lambda: SimulatedTurn("quit", "bye"),  # type: ignore[arg-type]
+            "SimulatedTurn: action must be 'send' or 'stop', got 'quit'",
+        ),
+        (
+            lambda: SimulatedTurn("send", ""),
+            "SimulatedTurn: action 'send' needs a message (an empty user turn); to end the "
+            "conversation, use action 'stop'",
+        ),
+        (
+            lambda: SimulatedTurn("send", None),  # type: ignore[arg-type]
+            "SimulatedTurn: message must be a str, got NoneType None",
+        ),
+    ],
+)
+def test_a_simulated_turn_that_means_nothing_is_refused(turn: Any, message: str) -> None:
+    # "quit" was taken for "send" (sent until max_turns), and empty user turns were sent
+    with pytest.raises((ValueError, TypeError)) as info:
+        turn()
+    assert str(info.value) == message
+
+
+def test_a_rule_based_user_returning_no_simulated_turn_is_an_item_error() -> None:
+    # it raised a bare AttributeError: 'str' object has no attribute 'action'
+    class SaysHi:
+        def next_turn(self, trajectory: Trajectory) -> str:
+            return "hi"
+
+    conversation = Conversation.make(ToolAgent(ScriptedModel([]))).with_user(SaysHi(), max_turns=2)  # type: ignore[arg-type]
+    with pytest.raises(EvaluationError) as info:
+        conversation.run()
+    assert str(info.value) == (
+        "Conversation: SaysHi.next_turn() returned str 'hi'; it must return a "
+        "SimulatedTurn(action='send', message=...) or SimulatedTurn(action='stop', reason=...)"
+    )
+
+
+def test_a_user_stopping_before_the_first_turn_is_told_in_the_trajectory_failure() -> None:
+    class Leaves:
+        def next_turn(self, trajectory: Trajectory) -> SimulatedTurn:
+            return SimulatedTurn("stop", reason="nothing to ask")
+
+    conversation = Conversation.make(ToolAgent(ScriptedModel([]))).with_user(Leaves(), max_turns=2)  # type: ignore[arg-type]
+    conversation.run()
+    result = ToolWasNotCalled("refund_order").evaluate(conversation)
+    assert not result.passed
+    assert result.message == (
+        "ToolWasNotCalled was given a conversation without a single message, which cannot "
+        "show what the agent did: it ended before its first turn (stop_reason: "
+        "'nothing to ask')"
+    )
 
 
 def test_conversation_with_user_rejects_other_objects() -> None:

@@ -1081,3 +1081,39 @@ def test_async_blocking_code_in_a_callback_of_the_item_is_charged_to_it(
     assert [n.split(" blocked the event loop")[0] for n in notices] == [
         "notice: item 'in-a-callback' of in_a_callback.py::InACallback"
     ]
+
+
+IN_AN_EXECUTOR_EVALUATOR = """
+import asyncio
+
+from agenteval import BaseEvaluator
+from agenteval.agents import ToolAgent
+from agenteval.testing import ScriptedModel
+
+
+class InAnExecutor(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "to-thread"}, {"id": "in-executor"}]
+
+    async def run(self, item):
+        agent = ToolAgent(ScriptedModel([{"text": "hi", "usage": {"input_tokens": 7}}]))
+        if item["id"] == "to-thread":
+            await asyncio.to_thread(agent.chat, "hello")
+        else:
+            await asyncio.get_running_loop().run_in_executor(None, agent.chat, "hello")
+        return "done"  # (not the agent: its calls are known only as they are made)
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_async_model_calls_in_run_in_executor_count_for_the_item(cli: Any) -> None:
+    # run_in_executor(None, ...) ran its call outside the item's context: its usage was lost
+    got = run_async(cli, "in_executor.py", IN_AN_EXECUTOR_EVALUATOR, "-c", "2")
+    assert got["result"].returncode == 0, got["result"].stdout + got["result"].stderr
+    items = cli.items_of(cli.json("report.json"))
+    assert {i["id"]: i["usage"]["agent"]["input_tokens"] for i in items} == {
+        "to-thread": 7,
+        "in-executor": 7,
+    }

@@ -7,10 +7,15 @@ in a thread (a socket read without a timeout, say) would then keep the run from 
 and the process from exiting, for as long as the call lasts. This pool's threads are
 daemon threads, and its ``shutdown`` waits for them a short while only: a call that never
 returns holds up nothing once the items are done.
+
+Each call runs in a copy of the context it was submitted from, as ``asyncio.to_thread``'s
+do: what ``run_in_executor(None, ...)`` runs is the item's too (its model calls count
+for it).
 """
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import time
@@ -21,7 +26,7 @@ from typing import Any
 SHUTDOWN_WAIT = 1.0
 """Seconds ``shutdown(wait=True)`` waits for calls still running, in all."""
 
-_Job = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+_Job = tuple[Future[Any], contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 class DaemonPool(ThreadPoolExecutor):
@@ -46,7 +51,7 @@ class DaemonPool(ThreadPoolExecutor):
             if self._closed:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             future: Future[Any] = Future()
-            self._jobs.put((future, fn, args, kwargs))
+            self._jobs.put((future, contextvars.copy_context(), fn, args, kwargs))
             if self._idle:
                 self._idle -= 1
             elif len(self._workers) < self._most:
@@ -59,13 +64,13 @@ class DaemonPool(ThreadPoolExecutor):
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            future, fn, args, kwargs = job
+            future, context, fn, args, kwargs = job
             if future.set_running_or_notify_cancel():
                 try:
-                    future.set_result(fn(*args, **kwargs))
+                    future.set_result(context.run(fn, *args, **kwargs))
                 except BaseException as exc:  # the caller's to see, as ThreadPoolExecutor does
                     future.set_exception(exc)
-            del job, future, fn, args, kwargs  # nothing of it kept while idle
+            del job, future, context, fn, args, kwargs  # nothing of it kept while idle
             with self._lock:
                 self._idle += 1
 

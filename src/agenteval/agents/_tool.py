@@ -158,12 +158,12 @@ def _build(fn: Callable[..., Any], name: str | None, description: str | None) ->
         # the parameter is the field's alias: any name then works (model_config, _private,
         # json), where a field of that name would clash with pydantic's own
         fields[f"p{len(fields)}"] = (hints[param.name], info)
-    arguments: type[BaseModel] = create_model(
-        f"{fn_name}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-        **fields,
-    )
     try:
+        arguments: type[BaseModel] = create_model(
+            f"{fn_name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
         schema = arguments.model_json_schema()
     except Exception as exc:  # pydantic cannot describe some annotation
         raise TypeError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -165,7 +166,7 @@ class ToolAgent:
         while True:
             if self._steps >= self.max_steps:
                 self.stop_reason = "max_steps"
-                return self._history[-1].content if self._history[-1].role == "assistant" else ""
+                return self._last_text()
             response = self.model.complete(self._request())
             self._steps += 1
             item = current_item()
@@ -204,6 +205,15 @@ class ToolAgent:
                 self.stop_reason = "suspended"
                 return request
             self._run_calls(index, {})
+
+    def _last_text(self) -> str:
+        """The last text the model gave in this turn (its steps end in tool results)."""
+        for message in reversed(self._history):
+            if message.role == "user":
+                break
+            if message.role == "assistant" and message.content:
+                return message.content
+        return ""
 
     def _unique_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
         """The calls, each with an id of its own in the whole conversation: a provider may
@@ -256,8 +266,18 @@ class ToolAgent:
             result = t.invoke(call.inputs)
         except ToolArgumentsError as exc:
             return str(exc), True
-        except Exception as exc:  # a failing tool is fed back to the model, like a real agent
+        # a failing tool is fed back to the model, like a real agent; one wrapping argparse
+        # or click raises SystemExit on arguments it refuses
+        except (Exception, SystemExit) as exc:
             return f"{type(exc).__name__}: {exc}", True
+        if inspect.isawaitable(result):  # an async def behind a plain decorator: never run
+            close = getattr(result, "close", None)
+            if callable(close):
+                close()  # (no "never awaited" warning)
+            return (
+                f"the tool {call.name!r} returned an awaitable ({type(result).__name__}); "
+                f"async tools are not supported: it was not run"
+            ), True
         return _render(result), False
 
 

@@ -50,11 +50,16 @@ def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionR
     trajectory = as_trajectory(actual)
     if trajectory is not None and not trajectory.history:
         # what never ran passes every "was not called" and "at most": it must not
+        stopped = getattr(actual, "stop_reason", None)
+        why = (
+            f"it ended before its first turn (stop_reason: {stopped!r})"
+            if isinstance(stopped, str)
+            else "run it (return Conversation(...).run()) or record its messages"
+        )
         return AssertionResult.fail(
             0.0,
             f"{assertion.name} was given a conversation without a single message, which "
-            f"cannot show what the agent did: run it (return Conversation(...).run()) or "
-            f"record its messages",
+            f"cannot show what the agent did: {why}",
         )
     if trajectory is not None:
         return trajectory

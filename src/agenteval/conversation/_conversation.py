@@ -207,7 +207,13 @@ class Conversation:
 
     def _run_simulated(self, simulator: UserSimulator, max_turns: int) -> None:
         for _ in range(max_turns):
-            step: SimulatedTurn = simulator.next_turn(self.trajectory())
+            step = simulator.next_turn(self.trajectory())
+            if not isinstance(step, SimulatedTurn):
+                raise EvaluationError(
+                    f"Conversation: {type(simulator).__name__}.next_turn() returned "
+                    f"{type(step).__name__} {step!r:.100}; it must return a SimulatedTurn("
+                    f"action='send', message=...) or SimulatedTurn(action='stop', reason=...)"
+                )
             if step.action == "stop":
                 self.stop_reason = step.reason or "the simulated user stopped"
                 return

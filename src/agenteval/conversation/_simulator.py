@@ -55,6 +55,21 @@ class SimulatedTurn:
     message: str = ""
     reason: str = ""
 
+    def __post_init__(self) -> None:
+        if self.action not in ("send", "stop"):
+            raise ValueError(f"SimulatedTurn: action must be 'send' or 'stop', got {self.action!r}")
+        for name in ("message", "reason"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"SimulatedTurn: {name} must be a str, got {type(value).__name__} {value!r}"
+                )
+        if self.action == "send" and not self.message.strip():
+            raise ValueError(
+                "SimulatedTurn: action 'send' needs a message (an empty user turn); "
+                "to end the conversation, use action 'stop'"
+            )
+
 
 @dataclass(frozen=True)
 class UserSimulator:
