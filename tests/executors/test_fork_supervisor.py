@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -98,8 +99,9 @@ def second_fork_fails(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_fork_supervisor_marks_item_crashed_when_fork_fails(
     monkeypatch: pytest.MonkeyPatch, no_sweeper: None
 ) -> None:
+    # one at a time, no child is alive when the fork fails: none will free what it lacks
     second_fork_fails(monkeypatch)
-    results = run_items(3)
+    results = run_items(3, concurrency=1)
     assert [(r.id, r.status) for r in results] == [(0, "passed"), (1, "crashed"), (2, "passed")]
     error = results[1].error
     assert error is not None
@@ -109,19 +111,40 @@ def test_fork_supervisor_marks_item_crashed_when_fork_fails(
     )
 
 
-def test_fork_failure_in_a_batch_costs_only_its_item(
+def test_fork_failure_in_a_batch_waits_for_a_child_to_exit(
     monkeypatch: pytest.MonkeyPatch, no_sweeper: None
 ) -> None:
-    """Four free slots are forked back to back; the second fork fails: its item crashes,
-    the two after it were not tried and run later, like the first."""
+    """Four free slots are forked back to back; the second fork fails (out of processes)
+    while the first child is alive: no item crashes, the fork is tried again later."""
     calls = second_fork_fails(monkeypatch)
     results = run_items(6, concurrency=4)
-    assert [(r.id, r.status) for r in results] == [
-        (0, "passed"),
-        (1, "crashed"),
-        *((n, "passed") for n in range(2, 6)),
-    ]
-    assert len(calls) == 6
+    assert [(r.id, r.status) for r in results] == [(n, "passed") for n in range(6)]
+    assert len(calls) == 7
+
+
+def test_forks_failing_while_children_run_cost_no_item(
+    monkeypatch: pytest.MonkeyPatch, no_sweeper: None
+) -> None:
+    """Out of processes beyond two children (``ulimit -u``): every fork past them fails
+    until one exits, and every item still runs."""
+    real_fork = os.fork
+    alive: set[int] = set()
+
+    def limited_fork() -> int:
+        for pid in list(alive):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                    continue
+            alive.discard(pid)
+        if len(alive) >= 2:
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        pid = real_fork()
+        alive.add(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", limited_fork)
+    results = run_items(12, concurrency=6)
+    assert [(r.id, r.status) for r in results] == [(n, "passed") for n in range(12)]
 
 
 def write_pipes() -> int:

@@ -514,3 +514,53 @@ def test_os_exit_from_a_thread_of_its_own_ends_the_process_as_it_means_to(
     result = cli.run("watched.py", "--no-progress", *how)
     assert result.returncode == 7, result.stdout + result.stderr
     assert result.elapsed < 4
+
+
+SLOW_SET_UP_EVALUATOR = """
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class SlowSetUp(BaseEvaluator):
+    def set_up(self):
+        Path("setting-up").touch()
+        time.sleep(30)
+
+    def get_dataset(self):
+        return [{"id": n} for n in range(2)]
+
+    def run(self, item):
+        Path("ran").touch()
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_a_signal_while_the_next_evaluator_sets_up_is_heard_at_once(cli: Any) -> None:
+    # with slots free after First's items, SlowSetUp is set up while First's children run:
+    # the signal must not wait (blocked) until its set_up returns, nor its items start after
+    cli.write("slow.py", SLOW_SET_UP_EVALUATOR)
+    proc = cli.start("slow.py", "-c", "4", "--grace", "1", "--no-progress")
+    assert cli.wait_until(lambda: (cli.root / "setting-up").exists(), 20)
+    started = time.monotonic()
+    os.kill(proc.pid, signal.SIGINT)
+    result = cli.finish(proc, started)
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert result.elapsed < 15, result.elapsed  # the grace period and backstop, not set_up
+    assert not (cli.root / "ran").exists()
+    assert "INTERRUPTED SlowSetUp" in result.stdout

@@ -528,7 +528,8 @@ def _put_back(pending: _Pending, number: int, task: tuple[BaseEvaluator, ItemTas
 
 
 class _Wait:
-    """What ``_spawn`` returns when a fork failed but live workers can take the task."""
+    """What ``_spawn`` returns when a fork failed while children are alive: try again once
+    one has exited."""
 
 
 _WAIT = _Wait()
@@ -592,11 +593,9 @@ class ForkExecutor(Executor):
                     free = limit - len(children)
                     if not source.pull(pending, limit * _AHEAD if self._workers else free):
                         break
-                    failed = self._spawn(
-                        source, pending, children, sel, stop, 1 if self._workers else free
-                    )
+                    failed = self._spawn(pending, children, sel, stop, 1 if self._workers else free)
                     if isinstance(failed, _Wait):
-                        break  # workers alive will take the items; try forking again later
+                        break  # try forking again once a child has exited
                     if failed is not None:
                         on_result(failed)
                 if self._forks >= _COLLAPSE_AFTER and not (self._collapse.done or stop.requested):
@@ -698,17 +697,15 @@ class ForkExecutor(Executor):
 
     def _spawn(
         self,
-        source: _Source,
         pending: _Pending,
         children: dict[int, _Child],
         sel: selectors.BaseSelector,
         stop: StopState,
         count: int,
     ) -> ItemResult | _Wait | None:
-        """Fork up to ``count`` children back to back, each for the first pending task
-        (pulling more when none is; a worker holds all pending ones), then register them.
-        When a fork fails: that task's record, or ``_WAIT`` where live workers can take it
-        instead."""
+        """Fork up to ``count`` children back to back, each for the first pending task (a
+        worker holds all pending ones), then register them.
+        When a fork fails: that task's record, or ``_WAIT`` while children are alive."""
         others = [] if self._warned_threads else _other_threads()
         if others:
             self._warned_threads = True
@@ -718,6 +715,7 @@ class ForkExecutor(Executor):
                 f"clients in run(), or use --concurrency 1"
             )
         kits: list[_Kit] = []
+        count = min(count, len(pending))
         try:
             while len(kits) < count:
                 kits.append(self._kit())
@@ -739,7 +737,7 @@ class ForkExecutor(Executor):
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())  # unchanged: what to restore
         try:
             signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-            failure = self._fork_all(kits, source, pending, children, stop, forked)
+            failure = self._fork_all(kits, pending, children, stop, forked)
         finally:
             self._forks += len(forked)
             for kit, pid, started in forked:
@@ -783,7 +781,6 @@ class ForkExecutor(Executor):
     def _fork_all(
         self,
         kits: list[_Kit],
-        source: _Source,
         pending: _Pending,
         children: dict[int, _Child],
         stop: StopState,
@@ -807,10 +804,8 @@ class ForkExecutor(Executor):
         for i, kit in enumerate(kits):
             if stop.requested:  # after an interrupt no item starts
                 return None
-            if not pending:  # may set up the next evaluator, which may start threads
-                if not source.pull(pending):
-                    return None
-                threaded = threading.active_count() > 1
+            if not pending:  # the next evaluator is set up by run(), with signals unblocked
+                return None
             kit.number = next(iter(pending))
             kit.task = pending.pop(kit.number)
             try:
@@ -849,9 +844,10 @@ class ForkExecutor(Executor):
         pending: _Pending,
         children: dict[int, _Child],
     ) -> ItemResult | _Wait:
-        """No process could be started for ``task``: its record, or back to ``pending``
-        when live workers can take it."""
-        if self._workers and children:
+        """No process could be started for ``task``: back to ``pending`` while children
+        are alive (out of processes or memory, a fork may succeed once one exits; a worker
+        may take it), else its record."""
+        if children:
             _put_back(pending, number, task)
             return _WAIT
         del self._held[number]
