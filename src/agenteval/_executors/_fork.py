@@ -132,6 +132,7 @@ class _Child:
     started: float  # when its current task started
     deadline: float | None
     buffer: bytearray = field(default_factory=bytearray)  # an incomplete record line
+    scanned: int = 0  # how much of ``buffer`` holds no line end
     acked: bool = True  # False while a granted task awaits the worker's acknowledgement
     ran: bytes | None = None  # the current task's output, once its run returned
     spent: bytes | None = None  # the current task's usage so far, if it called a model
@@ -899,7 +900,12 @@ class ForkExecutor(Executor):
         task at once: the records are read afterwards, when every child has its next."""
         child.buffer += chunk
         lines: list[_Line] = []
-        while child.task is not None and (end := child.buffer.find(b"\n")) >= 0:
+        while child.task is not None:
+            end = child.buffer.find(b"\n", child.scanned)  # not again over what was not one
+            if end < 0:
+                child.scanned = len(child.buffer)
+                break
+            child.scanned = 0
             line = bytes(child.buffer[:end])
             del child.buffer[: end + 1]
             if line == _ACK:
