@@ -564,3 +564,22 @@ def test_a_signal_while_the_next_evaluator_sets_up_is_heard_at_once(cli: Any) ->
     assert result.elapsed < 15, result.elapsed  # the grace period and backstop, not set_up
     assert not (cli.root / "ran").exists()
     assert "INTERRUPTED SlowSetUp" in result.stdout
+
+
+def test_items_cut_off_when_the_grace_period_runs_out_in_a_set_up_say_so(cli: Any) -> None:
+    # First's item runs on while the parent sits in SlowSetUp's set_up: when the grace
+    # period (and its backstop) runs out, the item is cancelled for that, not "a second
+    # interrupt", which never came
+    cli.write("slow.py", SLOW_SET_UP_EVALUATOR.replace('return "ok"', "time.sleep(30)", 1))
+    proc = cli.start(
+        "slow.py", "-c", "4", "--grace", "1", "--no-progress", "--output-json", "out.json"
+    )
+    assert cli.wait_until(lambda: (cli.root / "setting-up").exists(), 20)
+    started = time.monotonic()
+    os.kill(proc.pid, signal.SIGINT)
+    result = cli.finish(proc, started)
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert result.elapsed < 15, result.elapsed
+    message = "the run was interrupted and the item did not finish within the grace period"
+    records = cli.records()
+    assert [(r["status"], r["error"]["message"]) for r in records] == [("cancelled", message)] * 2

@@ -615,7 +615,7 @@ class ForkExecutor(Executor):
                 if records:
                     on_result(*records)
         except HardStop:
-            self._cancel_all(children, sel, on_result)
+            self._cancel_all(children, sel, on_result, expired=stop.expired)
             raise
         finally:  # normal end: nothing left; HardStop or a bug: leave no child behind
             for child in children.values():
@@ -670,9 +670,14 @@ class ForkExecutor(Executor):
                 finished.extend(self._finish(child, pending, stop))
 
     def _cancel_all(
-        self, children: dict[int, _Child], sel: selectors.BaseSelector, on_result: OnResult
+        self,
+        children: dict[int, _Child],
+        sel: selectors.BaseSelector,
+        on_result: OnResult,
+        expired: bool,
     ) -> None:
-        """A second interrupt: kill every child at once and record each item it cut off.
+        """A stop at once (a second interrupt, or the grace period ran out while the run
+        was held up in a hook): kill every child and record each item it cut off.
 
         A child that had already exited on its own keeps the records it wrote.
         """
@@ -692,7 +697,7 @@ class ForkExecutor(Executor):
             if child.task is not None and (child.lost or not os.WIFEXITED(child.status)):
                 child.killed = True
                 child.cancelled = not child.timed_out
-                child.stopped = True
+                child.stopped = not expired
             del children[child.pid]
             on_result(*_parse(lines), *self._finish(child, {}, stop))
 
