@@ -792,8 +792,10 @@ class ForkExecutor(Executor):
         stop: StopState,
         forked: list[tuple[_Kit, int, float]],
     ) -> OSError | None:
-        """Fork the kits' children in a tight loop, appending each to ``forked``, until the
-        kits or the tasks run out, the run is stopped, or a fork fails (returned).
+        """Fork the kits' children in a tight loop, one per pending task (there are as
+        many), appending each to ``forked``, until the kits run out, the run is stopped, or
+        a fork fails (returned). Never pulls a task: the next evaluator's ``set_up`` runs
+        in ``run``, with signals unblocked.
 
         After each fork the parent's memory is shared with the new child, so every page
         the parent writes before the next fork is copied: the less it does in between,
@@ -809,8 +811,6 @@ class ForkExecutor(Executor):
         ends = [[fd for fd in (k.wfd, k.ctl_r) if fd is not None] for k in kits]
         for i, kit in enumerate(kits):
             if stop.requested:  # after an interrupt no item starts
-                return None
-            if not pending:  # the next evaluator is set up by run(), with signals unblocked
                 return None
             kit.number = next(iter(pending))
             kit.task = pending.pop(kit.number)
