@@ -106,6 +106,9 @@ class ItemTask:
     last: bool | None = None
     """Whether it is the last task of its evaluator, where the dataset can tell (None when
     it cannot): after it, the next task is another evaluator's, set up first."""
+    cwd: str = ""
+    """The working directory the evaluator's ``set_up`` left: the item starts there ("":
+    wherever the process is)."""
 
 
 @dataclass
@@ -177,6 +180,8 @@ def execute_item(
     ``ran`` is called with the output once ``run`` returned, before ``evaluate``; ``spent``
     with the item's usage so far after each model call it accounts.
     """
+    if task.cwd:
+        return_to(task.cwd)
     started = time.perf_counter()
     ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
@@ -215,6 +220,8 @@ async def aexecute_item(
     and ``spent`` as for :func:`execute_item`."""
     import asyncio  # loaded already: this runs on its loop
 
+    if task.cwd:  # (items in flight at once share the process's: the last one's)
+        return_to(task.cwd)
     started = time.perf_counter()
     ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
@@ -555,8 +562,9 @@ def _capped(record: AssertionRecord, limit: int) -> AssertionRecord:
 
 
 def return_to(home: str) -> None:
-    """Back to the run's working directory, should the item have left it: in a process
-    that runs several items, each starts where the run did, as in a process of its own."""
+    """Into ``home`` unless there already: each item starts in the folder its evaluator's
+    ``set_up`` left, whatever an item before it in the same process did. Never fails (the
+    folder may be gone)."""
     try:
         if os.getcwd() == home:
             return

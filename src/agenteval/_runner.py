@@ -47,6 +47,7 @@ from ._item import (
     error_info,
     guarding_exit,
     record_json,
+    return_to,
     scrub,
 )
 from ._journal import (
@@ -103,6 +104,8 @@ class _EvaluatorState:
     complete even if the run is interrupted before the generator finds out."""
     changed: int = 0
     """Items of a resumed run whose record is of another input: they run again."""
+    cwd: str = ""
+    """The working directory its ``set_up`` left: its items and ``tear_down`` run there."""
 
 
 class _Drivers:
@@ -296,15 +299,15 @@ def _dataset_len(dataset: Any) -> int | None:
         return None
 
 
-def _dataset_files(dataset: Any) -> dict[str, str | None]:
-    """The dataset's file and its fingerprint, relative to the working directory when inside
-    it (so that a moved checkout can still be resumed)."""
+def _dataset_files(dataset: Any, home: str) -> dict[str, str | None]:
+    """The dataset's file and its fingerprint, relative to the run's working directory
+    (``home``) when inside it (so that a moved checkout can still be resumed)."""
     source = getattr(dataset, "path", None) or getattr(dataset, "source", None)
     if not source or not Path(str(source)).is_file():
         return {}
     path = Path(str(source)).resolve()
     try:
-        shown = path.relative_to(Path.cwd().resolve()).as_posix()
+        shown = path.relative_to(Path(home).resolve()).as_posix()
     except ValueError:
         shown = str(path)
     return {shown: fingerprint(path)}
@@ -338,6 +341,7 @@ class _Run:
         self.stop = stop
         self.forks = forks  # items run in forked children: prepare what they would each do
         self.notices: list[str] = []  # for the report: what preparing them found
+        self.home = os.getcwd()  # each set_up starts here; the run ends here
         self.summaries: list[EvaluatorSummary] = []
         self._next_output = 0
 
@@ -367,6 +371,7 @@ class _Run:
 
     def _prepare(self, state: _EvaluatorState) -> BaseEvaluator | None:
         state.started = time.perf_counter()
+        return_to(self.home)  # not where the set_up before left
         try:
             instance = state.spec.cls()
         except HardStop:
@@ -392,6 +397,7 @@ class _Run:
             if clients is not None:  # models were built: rehearse their calls here
                 cls = state.spec.cls
                 self.notices += clients.warm_for_fork(is_async(cls.run) or is_async(cls.evaluate))
+        state.cwd = _cwd(self.home)
         state.ready = True
         return instance
 
@@ -426,7 +432,7 @@ class _Run:
         except BaseException as exc:
             self._fail(state, "get_dataset", exc)
             return
-        state.datasets = _dataset_files(dataset)
+        state.datasets = _dataset_files(dataset, self.home)
         if self.journal is not None and state.datasets:
             try:
                 _record_datasets(self.journal, [state])
@@ -443,7 +449,12 @@ class _Run:
             following = next(runnable, None)
             index, item_id, item = ahead
             state.pending += 1
-            yield instance, ItemTask(state.spec.id, index, item_id, item, last=following is None)
+            yield (
+                instance,
+                ItemTask(
+                    state.spec.id, index, item_id, item, last=following is None, cwd=state.cwd
+                ),
+            )
             ahead = following
         if self.stop.requested:
             state.complete = False
@@ -555,7 +566,8 @@ class _Run:
         state.finalised = True
         if state.ready and state.instance is not None:
             try:
-                state.instance.tear_down()
+                with _working_in(state.cwd):
+                    state.instance.tear_down()
             except HardStop:
                 raise
             except BaseException as exc:
@@ -602,7 +614,8 @@ class _Run:
             state.complete = state.all_pulled and state.pending == 0
             if state.ready and state.instance is not None and not hard:
                 try:
-                    state.instance.tear_down()
+                    with _working_in(state.cwd):
+                        state.instance.tear_down()
                 except (HardStop, KeyboardInterrupt):
                     hard = True  # interrupted again: tear nothing more down
                 except BaseException as exc:
@@ -613,6 +626,29 @@ class _Run:
             self._flush()
         except HardStop:  # interrupted again: the rest is summarised, not handed out
             self._flush(drivers=False)
+
+
+def _cwd(otherwise: str) -> str:
+    """The working directory, or ``otherwise`` when it was removed."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return otherwise
+
+
+@contextmanager
+def _working_in(folder: str) -> Iterator[None]:
+    """In ``folder`` meanwhile (an evaluator's ``tear_down``), then back where the run was:
+    the folder of the evaluator whose items it is handing out."""
+    if not folder:
+        yield
+        return
+    was = _cwd(folder)
+    return_to(folder)
+    try:
+        yield
+    finally:
+        return_to(was)
 
 
 @contextmanager
@@ -1113,6 +1149,8 @@ def run_evaluations(
                     # the grace period's end stops the items, not the tearing down: only a
                     # second signal means "stop now"
                     hard = not stop.expired
+                finally:
+                    return_to(run.home)
             finishing: list[int] = []  # the turn of the drivers finishing now
             with _reporting_signals(stop, lambda: finishing == [0]):
                 if stop.requested or hard:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 from .._item import HardStop, close_loop, execute_item, guarding_exit, return_to
@@ -22,7 +21,6 @@ class InlineExecutor(Executor):
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run each task in turn until done or interrupted."""
         limit = self.options.max_output_bytes
-        home = os.getcwd()
         with guarding_exit():
             try:
                 while not stop.requested:
@@ -39,8 +37,9 @@ class InlineExecutor(Executor):
                         duration = time.perf_counter() - started
                         on_result(cancelled_record(task, duration, stop.cut_off))
                         raise
-                    finally:
-                        return_to(home)
+                    finally:  # (a streamed dataset's next item is read from there)
+                        if task.cwd:
+                            return_to(task.cwd)
                     on_result(record)
             finally:
                 close_loop()
