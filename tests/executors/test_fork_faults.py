@@ -435,3 +435,42 @@ def test_an_item_stopped_in_evaluate_keeps_its_output(cli: Any, isolation: str) 
         "agent hangs": ("timeout", None, "executor"),
         "half an emoji": ("crashed", "the agent's answer: \ufffd", "evaluate"),
     }
+
+
+CLOSES_FDS_EVALUATOR = """
+import os
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class ClosesFds(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": name} for name in ("before", "closes", "after")]
+
+    def run(self, item):
+        if item["id"] == "closes":
+            os.closerange(3, 4096)  # takes agenteval's pipe to the parent with it
+        return "ok"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("ok"), output)
+"""
+
+
+def test_a_child_whose_harness_fails_says_so_in_its_record(cli: Any) -> None:
+    cli.write("closes.py", CLOSES_FDS_EVALUATOR)
+    args = ("--executor", "fork", "-c", "2", "--no-progress", "--output-json", "r.json")
+    result = cli.run("closes.py", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    items = {i["id"]: i for i in cli.items_of(cli.json("r.json"))}
+    assert {name: i["status"] for name, i in items.items()} == {
+        "before": "passed",
+        "closes": "crashed",
+        "after": "passed",
+    }
+    closes = items["closes"]
+    assert "code 71" in closes["error"]["message"]
+    assert "agenteval's own part of it failed" in closes["error"]["message"]
+    assert "failed outside the item's code" in closes["stderr"]
+    assert "Bad file descriptor" in closes["stderr"]

@@ -371,3 +371,41 @@ def test_each_item_of_a_worker_starts_in_the_run_folder(
     monkeypatch.setenv("RUN_FOLDER", cli.root.name)
     result = cli.run("moves.py", "--executor", "fork", "-c", "1", "--isolation", "worker")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+SILENCES_EVALUATOR = """
+import os
+import sys
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Silences(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": n} for n in range(6)]
+
+    def run(self, item):
+        print(f"hello {item['id']}", flush=True)
+        print(f"oops {item['id']}", file=sys.stderr, flush=True)
+        quiet = os.open(os.devnull, os.O_WRONLY)  # a library that silences the process
+        os.dup2(quiet, 1)
+        os.dup2(quiet, 2)
+        os.close(quiet)
+        return "ok"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("ok"), output)
+"""
+
+
+def test_each_item_of_a_worker_prints_into_its_own_capture(cli: Any) -> None:
+    # an item that pointed fd 1 and 2 elsewhere must not silence the worker's next items
+    cli.write("silences.py", SILENCES_EVALUATOR)
+    args = ("-c", "2", "--isolation", "worker", "--no-progress", "--output-json", "r.json")
+    result = cli.run("silences.py", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    items = cli.items_of(cli.json("r.json"))
+    assert [(i["stdout"], i["stderr"]) for i in items] == [
+        (f"hello {n}\n", f"oops {n}\n") for n in range(6)
+    ]

@@ -64,7 +64,6 @@ from .._item import (
     fault_record,
     record_json,
     recorded_output,
-    return_to,
     scrub,
 )
 from .._redact import RedactingStream, handed
@@ -275,6 +274,12 @@ def _read_capture(fd: int, *, clear: bool = False) -> str:
     return text
 
 
+HARNESS_FAILED = 71
+"""The exit code of a child whose own machinery (not the item's code) failed; it wrote why,
+after ``_HARNESS_SAYS``, to the item's stderr capture."""
+_HARNESS_SAYS = "agenteval: the item's process failed outside the item's code:"
+
+
 def _child_main(
     first: tuple[BaseEvaluator, ItemTask],
     held: _Pending,
@@ -290,6 +295,7 @@ def _child_main(
     each task of ``held`` the parent grants, writing one JSON line per item. ``threaded``:
     other threads ran in the parent at the fork."""
     code = 0
+    captured = False
     try:
         # the parent's objects are the parent's: a collection that walked them would copy
         # every page of the heap (copy-on-write), stalling a worker for many milliseconds
@@ -306,31 +312,44 @@ def _child_main(
             os._exit(70)
         if not sys.platform.startswith("linux"):
             _watch_parent(parent)
-        # out of the terminal's foreground group, a read from it would stop the child
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
+        _standard_fds(out, err)
+        captured = True
         if "faulthandler" in sys.modules and sys.modules["faulthandler"].is_enabled():
             sys.modules["faulthandler"].enable(file=2)  # a crash dump is the item's stderr
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
         _lessons.tell = lambda kind, value: _send_lesson(wfd, kind, value)
         evaluator, task = first
-        home = os.getcwd() if ctl is not None else ""  # a worker: its items start there
         while True:
             _run_one(evaluator, task, wfd, out, err, max_output_bytes)
             grant = _read_grant(ctl) if ctl is not None else None
             if grant is None:
                 break  # no more items for this process
             evaluator, task = held[grant]
-            return_to(home)
+            _standard_fds(out, err)  # the item before may have put others in their place
             os.write(wfd, _ACK + b"\n")
     except BaseException:
-        code = 71
+        import traceback
+
+        code = HARNESS_FAILED
+        # the item is recorded crashed, with what it printed: say why there
+        with contextlib.suppress(BaseException):
+            os.write(
+                2 if captured else err.fileno(),
+                f"{_HARNESS_SAYS}\n{traceback.format_exc()}".encode(errors="replace"),
+            )
     finally:
         os._exit(code)
+
+
+def _standard_fds(out: IO[bytes], err: IO[bytes]) -> None:
+    """stdin from /dev/null (out of the terminal's foreground group, a read from it would
+    stop the child), stdout and stderr into the item's capture files."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(out.fileno(), 1)
+    os.dup2(err.fileno(), 2)
 
 
 def _fresh_streams() -> None:
@@ -477,7 +496,7 @@ def _any_exited() -> bool:
         return True
 
 
-def _describe_exit(status: int) -> tuple[str, str]:
+def _describe_exit(status: int, stderr: str = "") -> tuple[str, str]:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -489,7 +508,12 @@ def _describe_exit(status: int) -> tuple[str, str]:
         )
         return "ChildKilled", f"the item's process was killed by {name}{hint}"
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-    return "ChildExited", f"the item's process exited with code {code} before reporting a result"
+    harness = code == HARNESS_FAILED and _HARNESS_SAYS in stderr
+    why = " (agenteval's own part of it failed: see its stderr)" if harness else ""
+    return (
+        "ChildExited",
+        f"the item's process exited with code {code} before reporting a result{why}",
+    )
 
 
 _Line = tuple[ItemTask, bytes, float]
@@ -1022,6 +1046,7 @@ class ForkExecutor(Executor):
     def _fault(self, child: _Child, task: ItemTask) -> ItemResult:
         """The record of the task a child was running when it died or was stopped."""
         assert child.status is not None
+        stdout, stderr = _read_capture(child.out.fileno()), _read_capture(child.err.fileno())
         if child.timed_out:
             how = "SIGKILL" if child.killed else "SIGTERM"
             error = ErrorInfo(
@@ -1038,7 +1063,7 @@ class ForkExecutor(Executor):
             )
             status = "cancelled"
         else:
-            kind, message = _describe_exit(child.status)
+            kind, message = _describe_exit(child.status, stderr)
             if child.lost:
                 message = (
                     "the item's process exited before reporting a result (its exit "
@@ -1055,7 +1080,6 @@ class ForkExecutor(Executor):
             with contextlib.suppress(ValueError):
                 update["usage"] = ItemUsage.model_validate_json(child.spent)
         record = fault_record(task, error, time.monotonic() - child.started, status)
-        stdout, stderr = _read_capture(child.out.fileno()), _read_capture(child.err.fileno())
         if stdout or stderr:
             update.update(stdout=stdout, stderr=stderr)
         return record.model_copy(update=update) if update else record
