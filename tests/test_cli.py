@@ -1172,6 +1172,8 @@ def test_cli_dataset_items_are_checked_before_any_runs(
         "unique within a dataset",
         '[{"id": 1}, {}]': "item #1: id 1 is both an item's 'id' and another item's index "
         "(items without an 'id' are numbered by position): give every item an 'id', or none",
+        '[{"id": 10**5000}]': "item #0 has an 'id' of more digits than Python writes out: "
+        "use a string",
     }
     for expr, message in cases.items():
         write("evaluators/data.py", _dataset_evaluator(expr))
@@ -1182,6 +1184,18 @@ def test_cli_dataset_items_are_checked_before_any_runs(
             "JsonDataset(path)" if expr in ("None", "42") else message
         ), (expr, line)
         assert not (tmp_path / "ran").exists(), expr
+
+
+def test_cli_an_evaluator_that_needs_arguments_says_how_to_fix_it(cli: Cli, write: Write) -> None:
+    needs = "        def __init__(self, model):\n            pass\n\n        def get_dataset"
+    write("evaluators/data.py", _dataset_evaluator("[]").replace("        def get_dataset", needs))
+    result = cli("run")
+    assert result.code == 2, result
+    assert (
+        "  ERROR in set_up: DiscoveryError: Data() missing a required argument: 'model': "
+        "agenteval builds evaluators without arguments — give them defaults, or build what "
+        "they need in set_up"
+    ) in result.lines
 
 
 def test_make_evaluator_unwritable_dir_is_one_line(cli: Cli, tmp_path: Path) -> None:

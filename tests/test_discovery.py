@@ -293,3 +293,51 @@ def test_tags_given_as_a_set_are_kept_in_order() -> None:
             pass
 
     assert Tagged.tags == ("refunds", "smoke")
+
+
+def test_a_utf16_evaluator_file_in_a_folder_is_an_error_not_skipped(
+    cli: Callable[..., CliResult], write: Write, tmp_path: Path
+) -> None:
+    # what Windows Notepad's "Unicode" and PowerShell 5's `>` save
+    write("evals/a.py", _evaluator("Kept"))
+    (tmp_path / "evals/b.py").write_bytes(_evaluator("Wide").encode("utf-16"))
+    for path in ("evals", "evals/b.py"):
+        result = cli("run", path)
+        assert result.code == 2, result.stdout
+        assert result.stderr == (
+            "agenteval: error: evals/b.py is saved as UTF-16, which Python cannot import: "
+            "save it as UTF-8\n"
+        )
+
+
+def test_an_evaluator_class_defined_twice_in_a_file_is_an_error(
+    cli: Callable[..., CliResult], write: Write
+) -> None:
+    body = _evaluator("Copied")
+    write("evals/a.py", body + body.replace("from agenteval import BaseEvaluator", ""))
+    result = cli("run", "evals")
+    assert result.code == 2, result.stdout
+    assert result.stderr == (
+        "agenteval: error: evals/a.py:17: class Copied is defined 2 times (lines 3 and 17): "
+        "each replaces the one before, whose items would never run — rename all but one\n"
+    )
+
+
+def test_a_class_defined_again_only_when_a_condition_holds_is_not_refused(
+    cli: Callable[..., CliResult], write: Write
+) -> None:
+    body = _evaluator("Maybe")
+    write("evals/a.py", body + "if False:\n" + body.replace("\n", "\n    "))
+    assert cli("run", "evals").code == 0
+
+
+def test_an_empty_path_is_a_usage_error_not_the_working_directory(
+    cli: Callable[..., CliResult], write: Write
+) -> None:
+    write("evals/a.py", _evaluator("Kept"))
+    result = cli("run", "")
+    assert result.code == 2
+    assert result.stderr == (
+        "agenteval: error: An empty PATH was given (an unset shell variable?): pass a file "
+        "or folder of evaluators\n"
+    )

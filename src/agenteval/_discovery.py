@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import codecs
 import importlib.machinery
 import importlib.util
 import inspect
@@ -78,7 +80,7 @@ def _candidate_files(folder: Path) -> list[Path]:
             # a pipe would never end a read
             raise DiscoveryError(f"Could not read {path}: not a regular file (a pipe or device)")
         try:
-            texts[path] = path.read_text(encoding="utf-8-sig", errors="replace")
+            texts[path] = _source_text(path.read_bytes())
         except OSError as exc:
             if helper:
                 continue
@@ -92,6 +94,14 @@ def _candidate_files(folder: Path) -> list[Path]:
         if not path.name.startswith("_")
         and ("BaseEvaluator" in text or any(bases & names for _, bases in classes[path]))
     ]
+
+
+def _source_text(data: bytes) -> str:
+    """A source file's text, to look for evaluators in: UTF-8, or UTF-16 when it starts
+    with that byte order mark (Python refuses to import it, and says so)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def _classes(text: str) -> list[tuple[str, set[str]]]:
@@ -138,6 +148,10 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
+        if _utf16(path):
+            raise DiscoveryError(
+                f"{shown} is saved as UTF-16, which Python cannot import: save it as UTF-8"
+            ) from None
         at = f":{exc.lineno}" if exc.lineno else ""
         raise DiscoveryError(
             f"{shown}{at}: SyntaxError: {exc.msg} — fix the file, or rename it "
@@ -149,6 +163,39 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
         where = f"{shown}:{line}" if line else shown
         raise DiscoveryError(f"Could not import {where}: {type(exc).__name__}: {exc}") from None
     return module
+
+
+def _utf16(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(2) in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    except OSError:
+        return False
+
+
+def _refuse_redefined(path: Path, shown: str, specs: list[EvaluatorSpec]) -> None:
+    """An evaluator class defined twice in one file (a copy pasted and not renamed): the
+    second replaces the first, whose items would silently never run."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return
+    names = {spec.cls.__name__ for spec in specs}
+    heads = re.findall(r"^class[ \t]+(\w+)", text, re.MULTILINE)
+    if all(heads.count(name) < 2 for name in names):
+        return  # the common case, told without parsing the file again
+    lines: dict[str, list[int]] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef) and node.name in names:
+            lines.setdefault(node.name, []).append(node.lineno)
+    for name, at in lines.items():
+        if len(at) > 1:
+            listed = ", ".join(map(str, at[:-1])) + f" and {at[-1]}"
+            raise DiscoveryError(
+                f"{shown}:{at[-1]}: class {name} is defined {len(at)} times (lines "
+                f"{listed}): each replaces the one before, whose items would never run — "
+                "rename all but one"
+            )
 
 
 def _refuse_shadows(folder: Path, root: Path) -> None:
@@ -264,6 +311,11 @@ def discover(
             shown = _display_path(Path(source), root) if source else entry.__module__
             specs.append(EvaluatorSpec(entry, shown, _source_line(entry)))
             continue
+        if not str(entry).strip():  # Path("") is the working directory
+            raise DiscoveryError(
+                "An empty PATH was given (an unset shell variable?): pass a file or folder "
+                "of evaluators"
+            )
         path = Path(entry)
         if not path.exists():
             raise DiscoveryError(
@@ -275,7 +327,9 @@ def discover(
             if shown in seen:
                 continue
             seen.add(shown)
-            specs.extend(_classes_in(_import_file(file, shown, root), shown))
+            found = _classes_in(_import_file(file, shown, root), shown)
+            _refuse_redefined(file, shown, found)
+            specs.extend(found)
     unique = {s.id: s for s in specs}
     return sorted(unique.values(), key=lambda s: (s.file, s.line))
 

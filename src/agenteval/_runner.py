@@ -10,6 +10,7 @@ callback, which journals them, feeds drivers and finalises evaluators in discove
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 import os
 import signal
 import sys
@@ -237,7 +238,13 @@ class _Ids:
                 f"{self._where(index)} has an 'id' of type {type(value).__name__} "
                 f"({_short(value)}): use a string or an integer"
             )
-        key = str(value)
+        try:
+            key = str(value)
+        except ValueError:  # an int of more digits than Python writes out
+            raise DatasetError(
+                f"{self._where(index)} has an 'id' of more digits than Python writes out: "
+                "use a string"
+            ) from None
         earlier = self.seen.get(key)
         if earlier is not None:
             if earlier and explicit:
@@ -377,7 +384,7 @@ class _Run:
         except HardStop:
             raise
         except BaseException as exc:
-            self._fail(state, "set_up", exc)
+            self._fail(state, "set_up", _needs_arguments(state.spec.cls) or exc)
             return None
         state.instance = instance
         try:
@@ -626,6 +633,20 @@ class _Run:
             self._flush()
         except HardStop:  # interrupted again: the rest is summarised, not handed out
             self._flush(drivers=False)
+
+
+def _needs_arguments(cls: type) -> DiscoveryError | None:
+    """Why ``cls()`` failed, if it is that its ``__init__`` takes arguments."""
+    try:
+        inspect.signature(cls).bind()
+    except TypeError as exc:
+        return DiscoveryError(
+            f"{cls.__qualname__}() {exc}: agenteval builds evaluators without arguments — "
+            "give them defaults, or build what they need in set_up"
+        )
+    except ValueError:  # no signature to read
+        pass
+    return None
 
 
 def _cwd(otherwise: str) -> str:

@@ -249,3 +249,45 @@ def test_yaml_aliases_that_expand_a_small_file_beyond_limits_are_refused(
     # a few aliases, as datasets use them (a shared context), are fine
     write("shared.yaml", "- input: &ctx {tone: polite}\n- input: *ctx\n- input: *ctx\n")
     assert len(list(YamlDataset("shared.yaml"))) == 3
+
+
+BIG = "9" * 5000  # more digits than Python reads as an int (its limit: 4,300)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("big.json", f'[{{"input": 1}},\n {{"input": {BIG}}}]'),
+        ("big.jsonl", f'{{"input": 1}}\n{{"input": {BIG}}}\n'),
+        ("big.yaml", f"- input: 1\n- input: {BIG}\n"),
+    ],
+)
+def test_a_number_too_long_for_python_is_a_dataset_error_naming_its_line(
+    write: Callable[[str, str], Path], name: str, text: str
+) -> None:
+    write(name, text)
+    with pytest.raises(DatasetError) as error:
+        list(load_dataset(name))
+    assert str(error.value) == (
+        f"Dataset file {name!r} (line 2) holds a number of more than 4,300 digits, more than "
+        "Python reads as an integer: write it as a string (in quotes)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "why"),
+    [
+        ("- input: a\n  when: 2024-02-30\n", 2, "day is out of range for month"),
+        ("- {input: a, when: 2024-13-01T10:00:00}\n", 1, "month must be in 1..12"),
+    ],
+)
+def test_a_yaml_date_that_is_none_is_a_dataset_error_naming_its_line(
+    write: Callable[[str, str], Path], text: str, line: int, why: str
+) -> None:
+    write("dates.yaml", text)
+    with pytest.raises(DatasetError) as error:
+        list(load_dataset("dates.yaml"))
+    assert str(error.value) == (
+        f"Dataset file 'dates.yaml' (line {line}) has a date that is not one ({why}): "
+        "correct it, or quote it to keep it as text"
+    )

@@ -61,7 +61,7 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 @app.command(epilog=EXIT_CODES)
 def run(
     paths: Annotated[
-        list[Path] | None,
+        list[str] | None,
         # (described in the docstring: typer would list it with its Python type)
         typer.Argument(show_default=False, metavar="PATH", hidden=True),
     ] = None,
@@ -211,7 +211,7 @@ def run(
     extra = [JsonOutput(output_json)] if output_json else []
     try:
         summary = run_evaluations(
-            [str(p) for p in paths] if paths else ["evaluators"],
+            [str(Path(p)) if p.strip() else p for p in paths] if paths else ["evaluators"],
             concurrency=concurrency,
             executor=executor,  # type: ignore[arg-type]
             config=config,

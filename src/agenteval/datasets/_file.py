@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import sys
 from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,6 +140,19 @@ def nested_too_deeply(source: str, where: str = "") -> DatasetError:
     return DatasetError(
         f"Dataset file {source!r}{where} is nested too deeply to read (thousands of levels "
         "of lists or objects): flatten the data"
+    )
+
+
+def number_too_long(source: str, text: str, where: str = "") -> DatasetError:
+    """Python refused to read an integer of more digits than its limit (4,300 by default,
+    against denial of service); ``where`` is given, or found in ``text``."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+    found = re.search(rf"\d{{{limit + 1},}}", text) if limit else None
+    if found and not where:
+        where = f" (line {text.count(chr(10), 0, found.start()) + 1})"
+    return DatasetError(
+        f"Dataset file {source!r}{where} holds a number of more than {limit:,} digits, "
+        "more than Python reads as an integer: write it as a string (in quotes)"
     )
 
 

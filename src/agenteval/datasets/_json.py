@@ -16,6 +16,7 @@ from agenteval.datasets._file import (
     ParsedFileDataset,
     json_kind,
     nested_too_deeply,
+    number_too_long,
 )
 
 
@@ -66,6 +67,8 @@ class JsonDataset(ParsedFileDataset):
             raise DatasetError(
                 f"Invalid JSON in {src!r} at line {exc.lineno}, column {exc.colno}: {exc.msg}{hint}"
             ) from None
+        except ValueError:  # an integer of more digits than Python reads
+            raise number_too_long(src, text) from None
         if type(data) is list:
             items: list[Any] = data
         elif type(data) is dict:
@@ -151,6 +154,8 @@ class JsonlDataset(FileDataset):
                         f"Invalid JSON in {src!r} at line {lineno}, column {column}: "
                         f"{exc.msg}; write one JSON object per line"
                     ) from None
+                except ValueError:
+                    raise number_too_long(src, line, f" (line {lineno})") from None
                 if type(item) is not dict:
                     raise DatasetError(
                         f"{src!r} line {lineno} is {json_kind(item)}, not an object: "

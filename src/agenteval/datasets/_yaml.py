@@ -8,7 +8,7 @@ from typing import Any
 
 from agenteval._errors import DatasetError
 from agenteval.datasets._base import preview
-from agenteval.datasets._file import ParsedFileDataset, nested_too_deeply
+from agenteval.datasets._file import ParsedFileDataset, nested_too_deeply, number_too_long
 
 
 class YamlDataset(ParsedFileDataset):
@@ -49,6 +49,8 @@ class YamlDataset(ParsedFileDataset):
             raise nested_too_deeply(src) from None
         except yaml.YAMLError as exc:
             raise self._syntax_error(text, exc) from None
+        except ValueError as exc:  # a value YAML's grammar takes but Python cannot hold
+            raise _unreadable_value(src, text, exc) from None
         if aliased > MAX_ALIASED_VALUES:
             raise DatasetError(
                 f"{src!r} expands to {aliased:,} more values through its aliases (*name) "
@@ -149,6 +151,27 @@ def _aliased_values(data: Any) -> int:
         return known
 
     return size(data) - once
+
+
+_DATE = re.compile(r"^(?:.*?[\s:\[{,-])?(\d{4})-(\d\d?)-(\d\d?)(?=$|[\sTt,\]}#])", re.MULTILINE)
+
+
+def _unreadable_value(source: str, text: str, exc: ValueError) -> DatasetError:
+    """The error for a value the YAML resolver typed but Python refused: an integer of
+    too many digits, or a date that is none (``2024-02-30``)."""
+    if "digits" in str(exc):
+        return number_too_long(source, text)
+    where = ""
+    for found in _DATE.finditer(text):
+        try:
+            datetime.date(*(int(part) for part in found.groups()))
+        except ValueError:
+            where = f" (line {text.count(chr(10), 0, found.start()) + 1})"
+            break
+    return DatasetError(
+        f"Dataset file {source!r}{where} has a date that is not one ({exc}): correct it, "
+        "or quote it to keep it as text"
+    )
 
 
 def _safe_load(text: str) -> Any:
