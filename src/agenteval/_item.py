@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pydantic
@@ -109,6 +109,12 @@ class ItemTask:
     cwd: str = ""
     """The working directory the evaluator's ``set_up`` left: the item starts there ("":
     wherever the process is)."""
+    given: Any = field(init=False, repr=False, compare=False)
+    """``input`` as JSON-safe data, as it was before ``run``: what the record keeps (an agent
+    that appends to its item's messages must not change what a resume compares)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "given", to_jsonable(self.input))
 
 
 @dataclass
@@ -344,7 +350,7 @@ def fault_record(
         repeat=task.repeat,
         status=status,
         duration_s=duration,
-        input=to_jsonable(task.input),
+        input=task.given,
         error=error,
     )
 
@@ -489,7 +495,7 @@ def build_record(
             else item_status(assertions, error),
             score=mean_score(assertions),
             duration_s=duration,
-            input=to_jsonable(task.input),
+            input=task.given,
             output=output,
             truncated=truncated,
             original_size=size,

@@ -275,7 +275,7 @@ def find_run(runs_dir: Path, run_id: str | None, evaluators: set[str] | None = N
         if not is_run_dir(run_dir) and is_run_dir(run_id):
             return Path(run_id)
         for folder in (run_dir, Path(run_id)):
-            if folder.is_dir() and not is_run_dir(folder) and (folder / "lock").exists():
+            if _is_dir(folder) and not is_run_dir(folder) and _is_file(folder / "lock"):
                 raise JournalError(  # a run folder (it has a lock) without its manifest
                     f"Run folder {str(folder)!r} has no manifest.json (removed, or never "
                     f"written): it cannot be resumed; start a new run"
@@ -324,7 +324,22 @@ def _evaluators_of(run_dir: Path) -> set[str] | None:
 
 def is_run_dir(path: str | Path) -> bool:
     """Whether ``path`` is a run's folder (it holds a manifest)."""
-    return (Path(path) / "manifest.json").is_file()
+    return _is_file(Path(path) / "manifest.json")
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a path the system refuses (a name too long)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _started(run_dir: Path) -> tuple[str, int, str]:

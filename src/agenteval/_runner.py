@@ -495,7 +495,7 @@ class _Run:
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)
                 return
-            kept = previous.get((spec_id, str(item_id), 0)) if previous else None
+            kept = previous.get((spec_id, _journaled(item_id), 0)) if previous else None
             if kept is not None:
                 done, offset, length = kept
                 if not self._same_input(done.input, item):
@@ -633,6 +633,12 @@ class _Run:
             self._flush()
         except HardStop:  # interrupted again: the rest is summarised, not handed out
             self._flush(drivers=False)
+
+
+def _journaled(item_id: str | int) -> str:
+    """An item's id as its record in the journal has it: text UTF-8 can hold."""
+    key = str(item_id)
+    return key if key.isascii() else scrub(key)
 
 
 def _needs_arguments(cls: type) -> DiscoveryError | None:

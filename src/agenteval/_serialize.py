@@ -38,13 +38,16 @@ def placeholder(value: object, text: str | None = None) -> dict[str, str]:
         text = repr(value) if text is None else text
     except Exception as exc:  # a broken __repr__ must not lose the item
         text = f"<repr failed: {type(exc).__name__}>"
-    if len(text) > _REPR_LIMIT and isinstance(value, (bytes, bytearray)):
-        # what is cut off still tells two inputs apart (a resume compares placeholders);
-        # bytes only: the repr of a set, say, changes from one process to the next
-        tail = f"… (sha256 {hashlib.sha256(value).hexdigest()[:16]})"
+    if len(text) > _REPR_LIMIT:
+        # what is cut off still tells two inputs apart (a resume compares placeholders):
+        # bytes by their content, anything else by its repr without memory addresses
+        whole = (
+            bytes(value)
+            if isinstance(value, (bytes, bytearray))
+            else without_addresses(text).encode(errors="replace")
+        )
+        tail = f"… (sha256 {hashlib.sha256(whole).hexdigest()[:16]})"
         text = text[: _REPR_LIMIT - len(tail)] + tail
-    elif len(text) > _REPR_LIMIT:
-        text = text[: _REPR_LIMIT - 1] + "…"
     return {"unserializable": f"{_module_name(cls)}.{cls.__qualname__}", "repr": text}
 
 

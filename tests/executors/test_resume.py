@@ -644,3 +644,70 @@ def test_resuming_some_of_the_classes_passed_in_code_is_a_selection(
     resumed = run_evaluations([two.First], resume=first.id, outputs=[])
     assert resumed.exit_code == 0
     assert any("only the selected evaluators are resumed" in n for n in resumed.notices)
+
+
+CHANGES_ITS_ITEMS = """
+import os
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Doc:  # an input with no JSON form, whose repr is long
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return f"Doc({self.text!r})"
+
+
+class Chats(BaseEvaluator):
+    def get_dataset(self):
+        tail = os.environ.get("TAIL", "v1")
+        return [
+            {"id": "chat", "messages": ["hi"]},
+            {"id": "odd \\ud800 id", "input": "a"},  # a lone surrogate (a file name, say)
+            {"id": "doc", "doc": Doc("a" * 300 + tail)},
+        ]
+
+    def run(self, item):
+        with open("ran.log", "a") as log:
+            log.write(item["id"].encode(errors="replace").decode() + "\\n")
+        if "messages" in item:
+            item["messages"].append("the agent's reply")  # an agent extends its conversation
+        return item["doc"].text if "doc" in item else "v1"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("v1"), output)
+"""
+
+
+@pytest.mark.parametrize("executor", [(), ("-c", "2"), ("-c", "2", "--isolation", "worker")])
+def test_resume_runs_again_only_items_whose_input_changed(
+    cli: Any, executor: tuple[str, ...]
+) -> None:
+    # an item changed in place by run, an id UTF-8 cannot hold and a change past the
+    # 200 characters of a long repr: each was run again on every resume, or never
+    cli.write("chats.py", CHANGES_ITS_ITEMS)
+    log = cli.root / "ran.log"
+    first = cli.run("chats.py", "--no-progress", *executor)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert sorted(log.read_text().splitlines()) == ["chat", "doc", "odd ? id"]
+    log.unlink()
+    again = cli.run("chats.py", "--no-progress", "--resume", *executor)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "differed" not in again.stdout, again.stdout
+    assert not log.exists(), log.read_text()
+    changed = cli.run("chats.py", "--no-progress", "--resume", *executor, env={"TAIL": "v2"})
+    assert changed.returncode == 1, changed.stdout + changed.stderr  # its new result
+    assert "notice: 1 item of Chats differed" in changed.stdout, changed.stdout
+    assert log.read_text().splitlines() == ["doc"]
+
+
+def test_a_run_id_too_long_for_a_file_name_is_no_run(cli: Any) -> None:
+    cli.write("chats.py", CHANGES_ITS_ITEMS)
+    for option in ("--resume", "--retry-errors"):
+        result = cli.run("chats.py", option, "a" * 300)
+        assert result.returncode == 2
+        assert result.stderr.startswith(f"agenteval: error: No run '{'a' * 300}' in "), result

@@ -370,9 +370,16 @@ def _normalise_resume(argv: list[str]) -> list[str]:
             nxt = argv[i + 1] if i + 1 < len(argv) else None
             if nxt is not None and not nxt.strip():  # `--resume "$RUN_ID"`, empty: refused
                 continue
-            if nxt is None or nxt.startswith("-") or (Path(nxt).exists() and not _is_run(nxt)):
+            if nxt is None or nxt.startswith("-") or (_exists(nxt) and not _is_run(nxt)):
                 out.append(_LATEST)  # (not a run's folder: one of the paths to run)
     return out
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except OSError:  # a name too long, say: no path of ours
+        return False
 
 
 def _is_run(path: str) -> bool:
