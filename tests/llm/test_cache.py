@@ -237,6 +237,28 @@ def test_clear_cache_removes_a_damaged_cache_file(tmp_path: Path) -> None:
     assert clear_cache(tmp_path) == 0
 
 
+def test_clear_cache_of_a_cache_in_use_keeps_it_and_says_so(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # locked (or read-only) is no damage: the file was deleted under the process using it
+    complete_cached(cacheable_model(["a"]), req("one"))
+    _cache._close_all()
+    monkeypatch.setattr(_cache, "_BUSY_TIMEOUT_S", 0.1)
+    other = sqlite3.connect(cache_dir / DB_NAME, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(ConfigError) as error:
+            clear_cache()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert str(error.value) == (
+        f"Could not clear the response cache {str(cache_dir / DB_NAME)!r}: database is "
+        "locked; another process (a run still going?) is using it: clear it once that ends"
+    )
+    assert clear_cache() == 1  # it was kept, whole
+
+
 def test_clear_cache_of_what_is_not_a_cache_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="is a file, not a cache folder: check --dir"):
@@ -245,6 +267,19 @@ def test_clear_cache_of_what_is_not_a_cache_is_a_config_error(tmp_path: Path) ->
     with pytest.raises(ConfigError, match="is not agenteval's cache file: remove it by hand"):
         clear_cache(tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_clear_cache_of_a_file_in_the_default_place_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".agenteval").mkdir()
+    (tmp_path / ".agenteval" / "cache").write_text("mine")
+    with pytest.raises(ConfigError) as error:
+        clear_cache()
+    assert str(error.value) == (
+        "'.agenteval/cache' is a file, not a cache folder: move the file away, or pass --dir"
+    )
 
 
 def test_corrupt_cache_is_bypassed_with_a_warning(

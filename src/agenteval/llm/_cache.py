@@ -37,7 +37,6 @@ it again.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
 import json
 import logging
@@ -51,7 +50,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .._cache_settings import DB_NAME, cache_settings, resolve_directory
+from .._cache_settings import DB_NAME, DEFAULT_CACHE_DIR, cache_settings, resolve_directory
 from .._context import current_item
 from .._errors import ConfigError, ProviderError
 from .._usage import Usage
@@ -87,11 +86,14 @@ def clear_cache(directory: Path | str | None = None) -> int | None:
     Clears the configured cache folder (or ``./.agenteval/cache``) unless ``directory`` is
     given. Used by ``agenteval cache clear``. A folder with no cache in it gives 0.
     """
+    given = directory is not None
     if directory is None:
         directory = cache_settings().directory
     folder = resolve_directory(directory)
+    shown = str(directory if directory is not None else DEFAULT_CACHE_DIR)
     if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{str(directory)!r} is a file, not a cache folder: check --dir")
+        fix = "check --dir" if given else "move the file away, or pass --dir"
+        raise ConfigError(f"{shown!r} is a file, not a cache folder: {fix}")
     path = folder / DB_NAME
     if not path.exists():
         return 0
@@ -100,11 +102,28 @@ def clear_cache(directory: Path | str | None = None) -> int | None:
     try:
         with _connection(path) as conn:
             removed = conn.execute("DELETE FROM responses").rowcount
-    except sqlite3.DatabaseError:  # damaged (not a database at all, say): holds nothing usable
+    except sqlite3.OperationalError as exc:  # locked, read-only, ...: the file may be sound
+        _drop(path)
+        fix = (
+            "another process (a run still going?) is using it: clear it once that ends"
+            if "locked" in str(exc)
+            else f"make it writable, or delete the folder {str(path.parent)!r} by hand"
+        )
+        raise ConfigError(
+            f"Could not clear the response cache {str(path)!r}: {exc}; {fix}"
+        ) from None
+    except sqlite3.DatabaseError:  # not a database at all, say: holds nothing usable
         _drop(path)
         for damaged in (path, *(path.with_name(f"{path.name}-{end}") for end in ("wal", "shm"))):
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 damaged.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise ConfigError(
+                    f"The response cache {str(path)!r} is damaged and could not be removed: "
+                    f"{exc.strerror or exc}; delete the folder {str(path.parent)!r} by hand"
+                ) from None
         return None
     except sqlite3.Error as exc:
         _drop(path)
