@@ -295,6 +295,8 @@ def test_corrupt_cache_is_bypassed_with_a_warning(
 
     assert (first.text, second.text) == ("a", "b")
     assert "could not be read, bypassing it: file is not a database" in caplog.text
+    # said once, not at every judge call of the run
+    assert caplog.text.count("could not be read") == 1, caplog.text
 
 
 def test_embed_cached_embeds_only_the_missing_texts_in_one_call(cache_dir: Path) -> None:

@@ -409,7 +409,7 @@ def _get(key: str) -> str | None:
             row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
     except (sqlite3.Error, OSError) as exc:
         _drop(path)
-        log.warning("response cache %s could not be read, bypassing it: %s", path, exc)
+        _bypassing(path, "read", exc)
         return None
     return None if row is None else str(row[0])
 
@@ -425,7 +425,19 @@ def _put(key: str, kind: str, name: str, value: str) -> None:
             )
     except (sqlite3.Error, OSError) as exc:
         _drop(path)
-        log.warning("response cache %s could not be written, bypassing it: %s", path, exc)
+        _bypassing(path, "written", exc)
+
+
+_warned: set[tuple[Path, str, str]] = set()
+
+
+def _bypassing(path: Path, done: str, exc: BaseException) -> None:
+    """Warn that the cache is bypassed, once per process for each way it failed (every
+    judge call of a run against a broken cache would say it again)."""
+    said = (path, done, str(exc))
+    level = logging.DEBUG if said in _warned else logging.WARNING
+    _warned.add(said)
+    log.log(level, "response cache %s could not be %s, bypassing it: %s", path, done, exc)
 
 
 def _drop(path: Path) -> None:
