@@ -936,8 +936,9 @@ def _check_unchanged(
                 f"{spec.id} are not a mapping of files to fingerprints): start a new run"
             )
         for path, digest in datasets.items():
-            if fingerprint(path) != digest:
-                changes.append(f"dataset {path} changed")
+            now = fingerprint(path)
+            if now != digest:
+                changes.append(f"dataset {path} {'is gone' if now is None else 'changed'}")
     started_in = manifest.get("cwd")
     moved = isinstance(started_in, str) and started_in != os.getcwd()
     if everything and not moved:  # (from another folder, every id differs: said below)
@@ -969,6 +970,20 @@ def _check_unchanged(
             f"{manifest.get('run_id')!r}: {'; '.join(why)}{elsewhere}. Start a new run, or "
             f"pass --force to {'retry' if retrying else 'resume'} anyway"
         )
+
+
+def _accept_changes(entries: dict[str, Any], specs: list[EvaluatorSpec]) -> None:
+    """Record the selected evaluators' files and datasets as they are now (a ``--force``
+    resume): what changed before it is not refused again."""
+    for spec in specs:
+        entry = entries.get(spec.id)
+        if not isinstance(entry, dict):
+            continue
+        entry["sha256"] = fingerprint(spec.file)
+        datasets = entry.get("datasets")
+        if isinstance(datasets, dict):  # (a dataset moved: its new file is added when read)
+            now = {path: fingerprint(path) for path in datasets}
+            entry["datasets"] = {path: digest for path, digest in now.items() if digest}
 
 
 def _as_paths(paths: Any) -> list[str | Path | type[BaseEvaluator]]:
@@ -1044,6 +1059,10 @@ def run_evaluations(
         raise UsageError(f"--timeout must be positive, got {timeout}")
     if resume and retry_errors:
         raise UsageError("use either --resume or --retry-errors, not both")
+    if force and not (resume or retry_errors):
+        raise UsageError(
+            "--force only applies to --resume or --retry-errors: drop it, or add one of them"
+        )
     if executor not in ("auto", "inline", "fork", "async"):
         raise UsageError(f"--executor must be one of auto, inline, fork, async, got {executor!r}")
     paths = _as_paths(paths)
@@ -1121,11 +1140,19 @@ def run_evaluations(
             new = [s for s in specs if s.id not in entries]  # (--force let them in)
             if new:  # a later resume selecting them knows them
                 entries.update(_evaluator_entries(new))
+            if force:  # the changes are accepted: a later resume compares with the files now
+                _accept_changes(entries, specs)
+            if new or force:
                 jr.save_manifest()
         except BaseException:
             jr.close()
             raise
         previous = {k: v for k, v in latest.items() if v[0].status not in redo}
+        if retry_errors and len(previous) == len(latest):
+            notices.append(
+                f"no item of run {jr.manifest.get('run_id', run_dir.name)} had errored, timed "
+                f"out or crashed: none was retried"
+            )
         left_out = sorted(set(jr.manifest.get("evaluators") or {}) - {s.id for s in specs})
         if left_out:
             notices.append(

@@ -86,9 +86,11 @@ def changed_evaluator(cli: Any) -> dict[str, Any]:
     refused = cli.run(*ARGS, "refused.json", "--resume")
     starts_after_refusal = starts(cli)
     forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
+    after = cli.run(*ARGS, "after.json", "--resume")
     return {
         "cli": cli,
         "first": first,
+        "after": after,
         "run_id": run_dir.name,
         "missing": missing,
         "refused": refused,
@@ -123,7 +125,7 @@ def reordered_dataset(cli: Any) -> dict[str, Any]:
     (cli.root / "cases.json").write_text(json.dumps(cases))
     forced = cli.run(*ARGS, "forced.json", "--resume", "--force")
     starts_forced = starts(cli)
-    again = cli.run(*ARGS, "again.json", "--resume", "--force")
+    again = cli.run(*ARGS, "again.json", "--resume")  # --force accepted the edits for good
     starts_again = starts(cli)
     fresh = cli.run(*ARGS, "fresh.json", "--runs-dir", "elsewhere")
     return {
@@ -202,12 +204,14 @@ def retry_errors(cli: Any) -> dict[str, Any]:
     (run_dir,) = cli.run_dirs()
     starts_first = starts(cli)
     retried = cli.run(*ARGS, "retried.json", "--retry-errors", run_dir.name)
+    again = cli.run(*ARGS, "again.json", "--retry-errors", run_dir.name)  # all fixed now
     return {
         "cli": cli,
         "run_dir": run_dir,
         "first": first,
         "starts_first": starts_first,
         "retried": retried,
+        "again": again,
     }
 
 
@@ -280,6 +284,23 @@ def test_resume_force_runs_only_the_missing_items(resumed: dict[str, Any]) -> No
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert starts(cli) == sorted(["a", "b", "c", "d", *got["missing"]])
     assert cli.statuses(cli.json("forced.json")) == dict.fromkeys("abcd", "passed")
+    # the edit was accepted: a later resume is not refused for it again, and runs nothing
+    after = got["after"]
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert starts(cli) == sorted(["a", "b", "c", "d", *got["missing"]])
+
+
+def test_resume_refuses_when_a_dataset_is_gone(cli: Any) -> None:
+    setup_project(cli, CASES)
+    cli.run(*ARGS, "first.json")
+    (run_dir,) = cli.run_dirs()
+    (cli.root / "cases.json").unlink()
+    refused = cli.run(*ARGS, "refused.json", "--resume")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {run_dir.name!r}: dataset cases.json is gone "
+        f"since it ran. Start a new run, or pass --force to resume anyway\n"
+    )
 
 
 def test_resume_refuses_when_dataset_changed(resumed: dict[str, Any]) -> None:
@@ -367,6 +388,26 @@ def test_retry_errors_reruns_only_error_timeout_crashed_items(resumed: dict[str,
         "fails": "failed",
     }
     assert starts(cli) == sorted([*got["starts_first"], "flaky", "crashy"])
+
+
+def test_retry_errors_of_a_run_without_errors_says_none_was_retried(
+    resumed: dict[str, Any],
+) -> None:
+    got = resumed["retry-errors"].result()
+    again, retried = got["again"], got["retried"]
+    notice = f"notice: no item of run {got['run_dir'].name} had errored, timed out or crashed"
+    assert notice not in retried.stdout
+    assert f"{notice}: none was retried" in again.stdout.splitlines(), again.stdout
+
+
+def test_force_without_resume_or_retry_is_a_usage_error(cli: Any) -> None:
+    setup_project(cli, CASES)
+    result = cli.run(*ARGS, "r.json", "--force")
+    assert result.returncode == 2
+    assert result.stderr == (
+        "agenteval: error: --force only applies to --resume or --retry-errors: drop it, or "
+        "add one of them\n"
+    )
 
 
 def test_retry_errors_appends_to_the_same_journal(resumed: dict[str, Any]) -> None:
