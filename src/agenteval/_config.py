@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _interrupt
 from ._errors import ConfigError
 from .outputs._base import OutputDriver
 
@@ -63,6 +64,8 @@ def _run_file(path: Path, role: str, run_name: str) -> dict[str, Any]:
             f"raise an exception to report a problem"
         ) from None
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) and _interrupt.seen():
+            raise  # Ctrl-C: the command is interrupted, the file did nothing wrong
         raise ConfigError(
             f"{role} {str(path)!r}{_line_in(exc, path)} raised {type(exc).__name__}: {exc}"
         ) from None

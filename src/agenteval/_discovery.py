@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _interrupt
 from ._errors import DiscoveryError
 from ._evaluator import BaseEvaluator
 
@@ -158,6 +159,8 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
             f"with a leading '_' to exclude it"
         ) from None
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) and _interrupt.seen():
+            raise  # Ctrl-C: the command is interrupted, the file did nothing wrong
         del sys.modules[name]
         line = _line_in(exc, path)
         where = f"{shown}:{line}" if line else shown

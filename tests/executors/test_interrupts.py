@@ -583,3 +583,47 @@ def test_items_cut_off_when_the_grace_period_runs_out_in_a_set_up_say_so(cli: An
     message = "the run was interrupted and the item did not finish within the grace period"
     records = cli.records()
     assert [(r["status"], r["error"]["message"]) for r in records] == [("cancelled", message)] * 2
+
+
+SLOW_TO_IMPORT = """
+import os
+import time
+from pathlib import Path
+
+Path("importing").write_text("yes")
+time.sleep(30)  # an evaluator file that loads a model, say
+
+from agenteval import BaseEvaluator  # noqa: E402
+
+
+class Late(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_ctrl_c_while_evaluator_files_load_is_an_interrupt_not_their_error(cli: Any) -> None:
+    cli.write("late.py", SLOW_TO_IMPORT)
+    started = time.monotonic()
+    proc = cli.start("late.py")
+    assert cli.wait_until(lambda: (cli.root / "importing").exists(), 20)
+    proc.send_signal(signal.SIGINT)
+    result = cli.finish(proc, started)
+    assert result.returncode == 130, result
+    assert result.stderr == "agenteval: error: interrupted\n"
+    assert result.elapsed < 20
+
+
+def test_an_evaluator_file_that_raises_keyboardinterrupt_is_its_error(cli: Any) -> None:
+    cli.write("raises.py", "raise KeyboardInterrupt('from the file')\n")
+    result = cli.run("raises.py")
+    assert result.returncode == 2, result
+    assert result.stderr == (
+        "agenteval: error: Could not import raises.py:1: KeyboardInterrupt: from the file\n"
+    )

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 def main() -> None:
     """Entry point of the ``agenteval`` console script."""
-    from ._app import main as _main
+    from .. import _interrupt
 
+    _interrupt.watch()
+    try:
+        from ._app import main as _main
+    except KeyboardInterrupt:  # Ctrl-C while the command line loads
+        import sys
+
+        sys.stderr.write("agenteval: error: interrupted\n")
+        raise SystemExit(130) from None
     _main()

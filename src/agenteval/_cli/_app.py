@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import _interrupt
 from .._version import __version__
 from ._exit import exit_with, internal_error
 
@@ -239,8 +240,6 @@ def run(
         for notice in notices:
             typer.echo(f"agenteval: {notice}", err=True)
         raise _fail(str(exc)) from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted", 130) from None
     except HardStop as exc:  # a second signal while what was set up was torn down
         raise _fail(f"stopped at once by a second {exc}", EXIT_SIGNAL.get(str(exc), 130)) from None
     shown = _shown_on_stderr() if summary.driver_errors else frozenset()
@@ -430,7 +429,9 @@ def main() -> None:
             typer.echo(f"agenteval: error: {problem} (see `agenteval run --help`)", err=True)
             exit_with(2)
         code = cli(args=args, prog_name="agenteval", standalone_mode=False)
-    except typer.Abort:  # a Ctrl-C outside the run's own handling: before it, or at its end
+        if code == 130 and _interrupt.seen():  # typer took the Ctrl-C for a silent exit
+            typer.echo("agenteval: error: interrupted", err=True)
+    except typer.Abort:  # a Ctrl-C outside the run's own handling (older typer)
         typer.echo("agenteval: error: interrupted", err=True)
         code = 130
     except Exception as exc:
