@@ -897,7 +897,40 @@ def _manifest(
         "python": sys.version.split()[0],
         "config": {"path": config.path, "sha256": config.sha256},
         "evaluators": _evaluator_entries(specs),
+        "modules": _project_modules(specs, config),
     }
+
+
+def _project_modules(specs: list[EvaluatorSpec], config: Config) -> dict[str, str]:
+    """The fingerprints of the project's own Python files the evaluator files imported (a
+    helper beside them, the agent's code): a change to one changes what the items do, as
+    an edit to an evaluator file does. Files in the working directory or an evaluator's
+    folder count; installed packages, agenteval itself, the evaluator files and the config
+    (fingerprinted on their own) do not."""
+    here = Path.cwd().resolve()
+    roots = {here, *(Path(spec.file).resolve().parent for spec in specs)}
+    skip = {Path(spec.file).resolve() for spec in specs}
+    if config.path:
+        skip.add(Path(config.path).resolve())
+    ours = Path(__file__).resolve().parent
+    found: dict[str, str] = {}
+    for module in list(sys.modules.values()):
+        source = getattr(module, "__file__", None)
+        if not isinstance(source, str) or not source.endswith(".py"):
+            continue
+        path = Path(source).resolve()
+        if (
+            path in skip
+            or ours in path.parents
+            or not any(root in path.parents for root in roots)
+            or {"site-packages", "dist-packages"} & set(path.parts)
+        ):
+            continue
+        shown = path.relative_to(here).as_posix() if here in path.parents else str(path)
+        digest = fingerprint(path)
+        if digest:
+            found[shown] = digest
+    return dict(sorted(found.items()))
 
 
 def _evaluator_entries(specs: list[EvaluatorSpec]) -> dict[str, dict[str, Any]]:
@@ -939,6 +972,13 @@ def _check_unchanged(
             now = fingerprint(path)
             if now != digest:
                 changes.append(f"dataset {path} {'is gone' if now is None else 'changed'}")
+    modules = manifest.get("modules") or {}
+    for path, digest in modules.items() if isinstance(modules, dict) else ():
+        now = fingerprint(path)
+        if now != digest:
+            changes.append(
+                f"{path} (imported by the evaluators) {'is gone' if now is None else 'changed'}"
+            )
     started_in = manifest.get("cwd")
     moved = isinstance(started_in, str) and started_in != os.getcwd()
     if everything and not moved:  # (from another folder, every id differs: said below)
@@ -1142,12 +1182,20 @@ def run_evaluations(
                 entries.update(_evaluator_entries(new))
             if force:  # the changes are accepted: a later resume compares with the files now
                 _accept_changes(entries, specs)
+                jr.manifest["modules"] = _project_modules(specs, cfg)
             if new or force:
                 jr.save_manifest()
         except BaseException:
             jr.close()
             raise
         previous = {k: v for k, v in latest.items() if v[0].status not in redo}
+        then = jr.manifest.get("config")
+        if isinstance(then, dict) and then.get("sha256") != cfg.sha256:
+            notices.append(
+                f"the config ({cfg.path or then.get('path') or 'none'}) changed since run "
+                f"{jr.manifest.get('run_id', run_dir.name)} began: the items it finished "
+                f"ran under the one before"
+            )
         if retry_errors and len(previous) == len(latest):
             notices.append(
                 f"no item of run {jr.manifest.get('run_id', run_dir.name)} had errored, timed "

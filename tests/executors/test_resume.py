@@ -752,3 +752,48 @@ def test_a_run_id_too_long_for_a_file_name_is_no_run(cli: Any) -> None:
         result = cli.run("chats.py", option, "a" * 300)
         assert result.returncode == 2
         assert result.stderr.startswith(f"agenteval: error: No run '{'a' * 300}' in "), result
+
+
+USES_A_HELPER = """
+from _agent import answer
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+
+class Helped(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}, {"id": 2}]
+
+    def run(self, item):
+        return answer()
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("x"), output)
+"""
+
+
+def test_resume_refuses_when_a_module_the_evaluators_import_changed(cli: Any) -> None:
+    # the agent's code beside the evaluator: resumed, old and new answers would mix
+    cli.write("evals/helped.py", USES_A_HELPER)
+    cli.write("evals/_agent.py", "def answer():\n    return 'x'\n")
+    cli.write("evaluation.py", "prices = {}\n")
+    first = cli.run("evals", "--no-progress")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (run_dir,) = cli.run_dirs()
+    cli.write("evals/_agent.py", "def answer():\n    return 'y'\n")
+    refused = cli.run("evals", "--resume")
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {run_dir.name!r}: evals/_agent.py (imported by "
+        f"the evaluators) changed since it ran. Start a new run, or pass --force to resume "
+        f"anyway\n"
+    )
+    assert cli.run("evals", "--resume", "--force").returncode == 0
+    cli.write("evaluation.py", "prices = {}  # edited\n")
+    later = cli.run("evals", "--resume", "--no-progress")  # the forced change was accepted
+    assert later.returncode == 0, later.stdout + later.stderr
+    assert (
+        f"notice: the config (evaluation.py) changed since run {run_dir.name} began: the "
+        f"items it finished ran under the one before"
+    ) in later.stdout.splitlines()
