@@ -1172,6 +1172,8 @@ def test_cli_dataset_items_are_checked_before_any_runs(
         "unique within a dataset",
         '[{"id": 1}, {}]': "item #1: id 1 is both an item's 'id' and another item's index "
         "(items without an 'id' are numbered by position): give every item an 'id', or none",
+        "__import__('asyncio').sleep(0)": "Data.get_dataset() returned a coroutine: return a "
+        "list of dicts (get_dataset is not awaited: run async code in it with asyncio.run)",
         '[{"id": 10**5000}]': "item #0 has an 'id' of more digits than Python writes out: "
         "use a string",
     }
@@ -1184,6 +1186,7 @@ def test_cli_dataset_items_are_checked_before_any_runs(
             "JsonDataset(path)" if expr in ("None", "42") else message
         ), (expr, line)
         assert not (tmp_path / "ran").exists(), expr
+        assert "Warning" not in result.stderr, (expr, result.stderr)  # (a coroutine left)
 
 
 def test_cli_an_evaluator_that_needs_arguments_says_how_to_fix_it(cli: Cli, write: Write) -> None:
@@ -1618,3 +1621,13 @@ def test_cli_a_driver_failure_is_shown_once_where_stdout_and_stderr_meet(
     apart = subprocess.run([AGENTEVAL, "run"], cwd=tmp_path, capture_output=True, text=True)
     assert "error: output driver failed" in apart.stdout
     assert apart.stderr.startswith("agenteval: output driver failed")  # (for a log of stderr)
+
+
+def test_cli_an_option_missing_its_value_at_the_end_points_at_the_command_help(
+    cli: Cli,
+) -> None:
+    result = cli("run", "evaluators", "--executor")
+    assert result.code == 2
+    assert result.stderr == (
+        "agenteval: error: Option '--executor' requires an argument. (see `agenteval run --help`)\n"
+    )

@@ -262,3 +262,13 @@ def test_journal_goes_without_a_lock_where_the_filesystem_has_none(
     again = Journal.reopen(journal.dir)  # not taken for a run still going
     again.close()
     journal.close()
+
+
+def test_journal_create_under_a_file_says_to_keep_runs_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "runs").write_text("not a folder")
+    with pytest.raises(JournalError) as info:
+        Journal.create(tmp_path / "runs", "run-1", {})
+    assert str(info.value) == (
+        f"Could not create run folder {str(tmp_path / 'runs' / 'run-1')!r}: Not a directory; "
+        "keep runs elsewhere with --runs-dir"
+    )

@@ -84,8 +84,13 @@ class Journal:
         try:
             run_dir.mkdir(parents=True, exist_ok=False)
         except OSError as exc:
+            fix = ""
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                fix = f"; make {str(runs_dir)!r} writable, or keep runs elsewhere with --runs-dir"
+            elif exc.errno != errno.EEXIST:
+                fix = "; keep runs elsewhere with --runs-dir"
             raise JournalError(
-                f"Could not create run folder {str(run_dir)!r}: {exc.strerror or exc}"
+                f"Could not create run folder {str(run_dir)!r}: {exc.strerror or exc}{fix}"
             ) from None
         journal = cls(run_dir, manifest)
         try:

@@ -422,9 +422,12 @@ class _Run:
                 else None
             )
             if returned is not None:
+                hint = "list of dicts or a Dataset, e.g. ArrayDataset([...]) or JsonDataset(path)"
+                if inspect.iscoroutine(dataset):
+                    dataset.close()  # (never awaited: Python would warn of it)
+                    hint = "list of dicts (get_dataset is not awaited: run async code in it with asyncio.run)"
                 raise DatasetError(
-                    f"{state.spec.cls.__name__}.get_dataset() returned {returned}: return a "
-                    f"list of dicts or a Dataset, e.g. ArrayDataset([...]) or JsonDataset(path)"
+                    f"{state.spec.cls.__name__}.get_dataset() returned {returned}: return a {hint}"
                 )
             check = _Ids(dataset)
             iterator = iter(dataset)

@@ -291,3 +291,14 @@ def test_a_yaml_date_that_is_none_is_a_dataset_error_naming_its_line(
         f"Dataset file 'dates.yaml' (line {line}) has a date that is not one ({why}): "
         "correct it, or quote it to keep it as text"
     )
+
+
+def test_load_dataset_messages_show_a_path_inside_the_working_directory_relative_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cases.txt").write_text("[]")
+    with pytest.raises(DatasetError, match=r"^Could not infer dataset format for 'cases.txt'"):
+        load_dataset(tmp_path / "cases.txt")
+    with pytest.raises(DatasetError, match=r"^Unknown dataset format 'csv' for 'cases.txt'"):
+        load_dataset(tmp_path / "cases.txt", format="csv")  # type: ignore[arg-type]

@@ -442,6 +442,8 @@ def main() -> None:
             code = 0
         else:  # a bad option or value: one line, like every other misuse (click prints more)
             command = getattr(getattr(exc, "ctx", None), "command_path", None) or "agenteval"
+            if command == "agenteval" and args[:1] and args[0] in getattr(cli, "commands", {}):
+                command = f"agenteval {args[0]}"  # (a value missing at the end: the group's)
             message = f"agenteval: error: {exc.format_message()} (see `{command} --help`)"
             typer.echo(message, err=True)
             code = getattr(exc, "exit_code", 2)

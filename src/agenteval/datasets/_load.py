@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from agenteval._errors import DatasetError
-from agenteval.datasets._base import StrPath
+from agenteval.datasets._base import StrPath, display_path
 from agenteval.datasets._file import FileDataset
 from agenteval.datasets._json import JsonDataset, JsonlDataset
 from agenteval.datasets._yaml import YamlDataset
@@ -46,19 +46,19 @@ def load_dataset(path: StrPath, format: DatasetFormat | None = None) -> FileData
         cls = _BY_FORMAT.get(format)
         if cls is None:
             raise DatasetError(
-                f"Unknown dataset format {format!r} for {str(given)!r}: "
+                f"Unknown dataset format {format!r} for {display_path(given)!r}: "
                 "pass format='json', 'jsonl' or 'yaml'"
             )
         return cls(given)
     if given.is_dir():
         raise DatasetError(
-            f"Dataset path {str(given)!r} is a directory, not a file: "
+            f"Dataset path {display_path(given)!r} is a directory, not a file: "
             "point it at a .json, .jsonl or .yaml file"
         )
     cls = _BY_SUFFIX.get(given.suffix.lower())
     if cls is None:
         raise DatasetError(
-            f"Could not infer dataset format for {str(given)!r}: use .json, .jsonl, "
+            f"Could not infer dataset format for {display_path(given)!r}: use .json, .jsonl, "
             ".yaml or .yml, or pass format='json', 'jsonl' or 'yaml'"
         )
     return cls(given)
