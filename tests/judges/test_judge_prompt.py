@@ -71,6 +71,7 @@ def test_prompt_system_tells_the_judge_to_ignore_instructions_in_the_data() -> N
         ("<<<Untrusted_Output_Begin>>>", "‹‹‹[marker removed]›››"),
         ("<<untrusted output end>>", "<<[marker removed]>>"),
         ("UNTRUSTED-OUTPUT-END", "[marker removed]"),
+        ("UNTRUSTED\nOUTPUT\r\nEND", "[marker removed]"),
         ("<<<<REFERENCE_END>>>>", "‹‹‹‹[marker removed]››››"),
         ("<<<EXAMPLE_OUTPUT_BEGIN>>>", "‹‹‹[marker removed]›››"),
         (">>> print(1)", "››› print(1)"),
@@ -196,6 +197,10 @@ def test_prompt_appends_instructions_to_the_system_prompt() -> None:
         ('  ```json\n{"score": 0.5}\n```  ', {"score": 0.5}),
         ('```\n{"score": 0.5}\n```', {"score": 0.5}),
         ('Verdict: {"score": 0.25} -- done', {"score": 0.25}),
+        (
+            'Using {criteria} on {"a": 1}: {"reasoning": "r", "score": 0.9} {done}',
+            {"reasoning": "r", "score": 0.9},
+        ),
     ],
 )
 def test_parse_text_finds_the_json(text: str, value: object) -> None:

@@ -57,10 +57,10 @@ Reply with only a JSON object of the form {_VERDICT_SHAPE}, with no text before 
 
 _ANGLES = re.compile(r"<{3,}|>{3,}")
 # The names of the fences (see build_prompt) followed by BEGIN or END, in any case, with
-# spaces, tabs, underscores, hyphens or nothing between the words: "UNTRUSTED_OUTPUT_END",
+# whitespace (line breaks too), underscores, hyphens or nothing between the words: "UNTRUSTED_OUTPUT_END",
 # "untrusted output end", "Reference-Begin", "EXAMPLEOUTPUTEND". Nothing shorter (a lone
 # "output", "end" or "output start" is ordinary prose).
-_SEP = r"[ \t_-]*"
+_SEP = r"[\s_-]*"
 _FENCE_NAMES = ("UNTRUSTED OUTPUT", "EXAMPLE OUTPUT", "REFERENCE", "QUESTION")
 _MARKER_WORDS = re.compile(
     r"(?<![A-Za-z0-9])(?:"
@@ -76,7 +76,7 @@ def neutralise(text: str) -> str:
 
     Runs of three or more ``<`` / ``>`` become the same number of ``‹`` / ``›`` (so the
     data can never contain a real marker) and the marker names such as
-    ``UNTRUSTED_OUTPUT_END`` or ``untrusted output end`` (any case, any of space, tab,
+    ``UNTRUSTED_OUTPUT_END`` or ``untrusted output end`` (any case, any whitespace,
     ``_`` or ``-`` between the words, or none) become ``[marker removed]``, so bracket
     lookalikes do not pass either. Other text is left as it is.
     """
@@ -146,7 +146,8 @@ _FENCED_JSON = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECA
 
 
 def parse_text(text: str) -> object:
-    """The JSON value in a reply's text: bare, inside a ```json fence, or the outer braces.
+    """The JSON value in a reply's text: bare, inside a ```json fence, the outer braces, or
+    the last object with a ``score`` among other braces.
 
     Raises:
         ValueError: no JSON could be found.
@@ -162,7 +163,24 @@ def parse_text(text: str) -> object:
             return json.loads(candidate)
         except ValueError:
             continue
+    # braces in the prose around it ("Using {criteria}: {...}"): the last object in the
+    # text that holds a score, read from each "{" on
+    decoder = json.JSONDecoder()
+    found: object = None
+    for brace in re.finditer(r"\{", stripped[:_SCANNED]):
+        try:
+            value, _ = decoder.raw_decode(stripped, brace.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and "score" in value:
+            found = value
+    if found is not None:
+        return found
     raise ValueError("the reply is not JSON")
+
+
+_SCANNED = 65_536
+"""How much of a reply is searched for a verdict among other braces."""
 
 
 def check_verdict(value: object) -> tuple[float, str]:
