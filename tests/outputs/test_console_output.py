@@ -89,6 +89,19 @@ def test_one_line_marks_line_breaks_but_not_a_final_one() -> None:
     assert one_line("printed\nmore\r\nlast\n") == "printed ⏎ more ⏎ last"
 
 
+def test_a_long_error_message_keeps_its_end_where_the_fix_is() -> None:
+    class Unfixable(ShopEvaluator):
+        def run(self, item: dict[str, str]) -> str:
+            raise RuntimeError("the judge said: " + "blah " * 100 + "; use a model that can")
+
+    stream = io.StringIO()
+    run_evaluations([Unfixable], outputs=[ConsoleOutput(stream=stream)], journal=False)
+    (line, *_) = [x for x in stream.getvalue().splitlines() if " · run · " in x]
+    assert " · run · RuntimeError: the judge said: blah blah" in line
+    assert " … " in line and len(line.split(" · ", 3)[3]) < 400
+    assert line.endswith("; use a model that can  " + line.rsplit("  ", 1)[1])
+
+
 def test_an_evaluator_name_with_a_line_break_stays_on_its_line() -> None:
     class Broken(ShopEvaluator):
         name = "Shop\nanswers \x1b[31mred"

@@ -471,7 +471,7 @@ def _rate(rate: float, items: int) -> str:
 
 
 def _error_text(error: ErrorInfo) -> str:
-    message = _one_line(error.message)
+    message = _one_line(error.message, keep_end=True)
     return f"{error.type}: {message}" if message else error.type
 
 
