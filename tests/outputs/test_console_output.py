@@ -98,7 +98,7 @@ def test_a_long_error_message_keeps_its_end_where_the_fix_is() -> None:
     run_evaluations([Unfixable], outputs=[ConsoleOutput(stream=stream)], journal=False)
     (line, *_) = [x for x in stream.getvalue().splitlines() if " · run · " in x]
     assert " · run · RuntimeError: the judge said: blah blah" in line
-    assert " … " in line and len(line.split(" · ", 3)[3]) < 400
+    assert " … " in line and len(line.split(" · ", 2)[2]) < 400
     assert line.endswith("; use a model that can  " + line.rsplit("  ", 1)[1])
 
 
