@@ -307,6 +307,22 @@ def test_conversation_turns_must_be_a_list() -> None:
         "Conversation.with_turns: expected a list of turns, got a single str ('hello'): wrap "
         "it in a list"
     )
+    item = {"goal": "a refund", "turns": ["Hi", "Yes please"]}
+    with pytest.raises(UsageError) as info:
+        Conversation.make(ToolAgent(ScriptedModel([]))).with_turns(item)  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "Conversation.with_turns: expected a list of turns, got a dict (keys: 'goal', "
+        "'turns'): pass the list it holds, e.g. item['turns']"
+    )
+
+
+def test_a_user_simulator_needs_a_model_not_its_name() -> None:
+    with pytest.raises(TypeError) as info:
+        UserSimulator("openai:gpt-4o-mini")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "UserSimulator: model must be a Model (e.g. agenteval.llm.model('anthropic:...')), "
+        "got str 'openai:gpt-4o-mini'"
+    )
 
 
 def test_conversation_turns_may_not_be_empty() -> None:

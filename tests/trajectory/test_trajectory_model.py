@@ -200,6 +200,16 @@ def test_trajectory_final_answer_is_empty_without_assistant_text() -> None:
         ]
     )
     assert suspended.final_answer() == ""
+    claims = Trajectory.from_messages(
+        [
+            Message.user("refund #1"),
+            Message.assistant(
+                "Your refund has been issued.",
+                [ToolCall(id="c", name="refund_order", approval="pending")],
+            ),
+        ]
+    )
+    assert claims.final_answer() == ""  # it says so before the refund was even approved
 
 
 def test_trajectory_user_messages(refund: Trajectory) -> None:

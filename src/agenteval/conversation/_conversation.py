@@ -84,6 +84,13 @@ class Conversation:
                 f"Conversation.with_turns: expected a list of turns, got a single "
                 f"{type(turns).__name__} ({turns!r}): wrap it in a list"
             )
+        if isinstance(turns, Mapping):  # the whole item, say: its keys would be the turns
+            keys = ", ".join(repr(k) for k in list(turns)[:5])
+            raise UsageError(
+                f"Conversation.with_turns: expected a list of turns, got a "
+                f"{type(turns).__name__} (keys: {keys}): pass the list it holds, e.g. "
+                f"item['turns']"
+            )
         checked: list[str | Message] = []
         for i, turn in enumerate(turns):
             if isinstance(turn, str) or (isinstance(turn, Message) and turn.role == "user"):

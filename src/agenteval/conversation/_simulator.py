@@ -98,6 +98,13 @@ class UserSimulator:
     persona: str = "A typical user of this assistant."
     goal: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, Model):  # a model's name, say: it would fail at use
+            raise TypeError(
+                f"UserSimulator: model must be a Model (e.g. agenteval.llm.model("
+                f"'anthropic:...')), got {type(self.model).__name__} {self.model!r}"
+            )
+
     def with_persona(self, persona: str) -> UserSimulator:
         """A copy that plays ``persona`` (who the user is, how they write)."""
         return replace(self, persona=_require_text("with_persona", persona))

@@ -153,10 +153,14 @@ class Trajectory(BaseModel):
         """The text of the agent's last message; ``''`` if there is none.
 
         A conversation that ended waiting for approval, or on a bare tool call, has no
-        final answer: its last assistant message carries no text.
+        final answer: its last assistant message carries no text, or proposes a call still
+        waiting for its approval (whatever it says, "Your refund has been issued.", did not
+        happen yet).
         """
         for message in reversed(self.history):
             if message.role == "assistant":
+                if any(call.approval == "pending" for call in message.tool_calls):
+                    return ""
                 return message.content
         return ""
 
