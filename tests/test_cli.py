@@ -1116,24 +1116,35 @@ def test_cli_driver_that_calls_os_exit_is_a_driver_failure(
     assert summary["passed"] == 2
 
 
-def test_cli_driver_that_exits_is_a_driver_failure(cli: Cli, write: Write, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("raised", "shown"),
+    [
+        ("SystemExit(3)", "SystemExit: 3"),
+        ("GeneratorExit('closed')", "GeneratorExit: closed"),  # (a BaseException too)
+        ("BaseException('base')", "BaseException: base"),
+    ],
+)
+def test_cli_driver_that_exits_is_a_driver_failure(
+    cli: Cli, write: Write, tmp_path: Path, raised: str, shown: str
+) -> None:
     write("evaluators/echo.py", PASSING)
     write(
         "evaluation.py",
-        """
+        f"""
         import sys
         from agenteval.outputs import JsonOutput, OutputDriver
 
         class Exits(OutputDriver):
             def output(self, summary):
-                sys.exit(3)
+                raise {raised}
 
         output = [Exits(), JsonOutput("out.json")]
         """,
     )
     result = cli("run")
     assert result.code == 2
-    assert "agenteval: output driver failed: Exits.output() raised SystemExit: 3" in result.stderr
+    assert f"agenteval: output driver failed: Exits.output() raised {shown}" in result.stderr
+    assert "Traceback" not in result.stderr
     assert (
         json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["summary"]["passed"] == 2
     )

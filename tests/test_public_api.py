@@ -49,6 +49,19 @@ def test_import_agenteval_loads_no_heavy_package() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_a_scripted_model_loads_no_provider_adapter_server_or_pytest() -> None:
+    # what the bundled examples import: each forked item would copy what it loads
+    code = (
+        "import sys\n"
+        "from agenteval.testing import ScriptedModel\n"
+        "watched = ('pytest', 'agenteval.testing._fake_provider', 'agenteval.llm._anthropic',"
+        " 'agenteval.llm._openai', 'asyncio', 'sqlite3')\n"
+        "print(','.join(m for m in watched if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
 def test_a_run_of_text_checks_loads_no_model_layer(
     cli: Callable[..., CliResult], write: Callable[[str, str], Path], tmp_path: Path
 ) -> None:

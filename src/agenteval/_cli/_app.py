@@ -447,6 +447,13 @@ def main() -> None:
             message = f"agenteval: error: {exc.format_message()} (see `{command} --help`)"
             typer.echo(message, err=True)
             code = getattr(exc, "exit_code", 2)
+    except KeyboardInterrupt:  # not through typer: a Ctrl-C as it returned
+        typer.echo("agenteval: error: interrupted", err=True)
+        code = 130
+    except SystemExit:
+        raise
+    except BaseException as exc:  # (GeneratorExit, a bare BaseException): a bug, never exit 1
+        code = internal_error(exc)
     code = code if isinstance(code, int) else 0
     import signal
 

@@ -1,16 +1,49 @@
 """Language models and embeddings: the ``Model`` protocol and its provider implementations.
 
-Provider SDKs are imported only when a model is built, so importing this module is cheap.
+Provider SDKs are imported only when a model is built, and the names here on first use
+(PEP 562), so importing this module, or a model type from it, is cheap.
 """
 
-from .._cache_settings import configure_cache, using_cache
-from ._anthropic import AnthropicModel
-from ._cache import clear_cache
-from ._embeddings import OpenAIEmbeddings
-from ._factory import default_agent_model, default_judge_model, model
-from ._openai import OpenAIModel
-from ._retry import RetryPolicy
-from ._types import Embeddings, EmbeddingsResult, Model, ModelRequest, ModelResponse, ToolSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._cache_settings import configure_cache, using_cache
+    from ._anthropic import AnthropicModel
+    from ._cache import clear_cache
+    from ._embeddings import OpenAIEmbeddings
+    from ._factory import default_agent_model, default_judge_model, model
+    from ._openai import OpenAIModel
+    from ._retry import RetryPolicy
+    from ._types import (
+        Embeddings,
+        EmbeddingsResult,
+        Model,
+        ModelRequest,
+        ModelResponse,
+        ToolSpec,
+    )
+
+_WHERE = {
+    "AnthropicModel": "._anthropic",
+    "Embeddings": "._types",
+    "EmbeddingsResult": "._types",
+    "Model": "._types",
+    "ModelRequest": "._types",
+    "ModelResponse": "._types",
+    "OpenAIEmbeddings": "._embeddings",
+    "OpenAIModel": "._openai",
+    "RetryPolicy": "._retry",
+    "ToolSpec": "._types",
+    "clear_cache": "._cache",
+    "configure_cache": ".._cache_settings",
+    "default_agent_model": "._factory",
+    "default_judge_model": "._factory",
+    "model": "._factory",
+    "using_cache": ".._cache_settings",
+}
 
 __all__ = [
     "AnthropicModel",
@@ -30,3 +63,16 @@ __all__ = [
     "model",
     "using_cache",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agenteval.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
