@@ -880,6 +880,42 @@ def test_cli_a_driver_failing_at_the_end_is_in_the_json_reports_verdict(
     assert result.lines[-1].endswith("exit 2")
 
 
+def test_cli_each_driver_of_yours_finishing_is_told_of_the_failures_before_it(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        """
+        from pathlib import Path
+        from agenteval.outputs import OutputDriver
+
+        class Log(OutputDriver):
+            def __init__(self, name):
+                self.name = name
+
+            def output(self, summary):
+                pass
+
+            def finish_run(self, run):
+                with open("finished.log", "a") as log:
+                    log.write(f"{self.name} {run.exit_code} {len(run.driver_errors)}\\n")
+
+        class Fails(OutputDriver):
+            def output(self, summary):
+                pass
+
+            def finish_run(self, run):
+                raise ConnectionError("dashboard down")
+
+        output = [Log("first"), Fails(), Log("after")]
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2, result
+    assert (tmp_path / "finished.log").read_text().splitlines() == ["first 0 0", "after 2 1"]
+
+
 @pytest.mark.parametrize(("signal_name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
 def test_cli_a_signal_while_the_json_report_is_written_is_in_its_verdict(
     cli: Cli, write: Write, tmp_path: Path, signal_name: str, code: int
@@ -1284,14 +1320,40 @@ def test_cli_report_of_many_failures_lists_the_first_ones_and_says_how_many_more
         in result.lines
     )
     assert "  failures by assertion: StringContains ×60" in result.lines
-    # the note on parallel averages comes once, with the totals
-    notes = [line for line in result.lines if "ran in parallel" in line]
-    assert notes == [
-        "time: items ran in parallel, so an average time per item can exceed total ÷ items"
-    ]
     verbose = cli("run", "-v")
     assert sum(line.startswith(("  FAIL ", "  ERROR ")) for line in verbose.lines) == 61
-    assert not any("ran in parallel" in line for line in verbose.lines)  # (sequential)
+
+
+def test_cli_the_note_on_parallel_averages_comes_once_where_an_average_exceeds_its_share(
+    cli: Cli, write: Write
+) -> None:
+    write(
+        "evaluators/sleepy.py",
+        """
+        import time
+        from agenteval import BaseEvaluator
+
+        class Sleepy(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": n} for n in range(4)]
+
+            def run(self, item):
+                time.sleep(0.3)
+                return "ok"
+
+            def evaluate(self, output, item):
+                pass
+
+        class AlsoSleepy(Sleepy):
+            pass
+        """,
+    )
+    note = "time: items ran in parallel, so an average time per item can exceed total ÷ items"
+    parallel = cli("run", "-c", "4")
+    assert parallel.code == 0, parallel
+    assert [line for line in parallel.lines if "ran in parallel" in line] == [note]
+    sequential = cli("run")
+    assert not any("ran in parallel" in line for line in sequential.lines)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Siz
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
+from operator import is_
 from pathlib import Path
 from typing import Any, Literal
 
@@ -1298,10 +1299,14 @@ def run_evaluations(
                 # failure, and an interrupt that came meanwhile
                 try:
                     for turn in range(3):
-                        _settle(summary, driver_set, stop)
                         finishing[:] = [turn]
                         try:
-                            driver_set.call_some("finish_run", partial(_finishes_in, turn), summary)
+                            for driver in driver_set.drivers:
+                                if _finishes_in(turn, driver):  # (one at a time: each is told
+                                    _settle(summary, driver_set, stop)  # who failed before it)
+                                    driver_set.call_some(
+                                        "finish_run", partial(is_, driver), summary
+                                    )
                         except _CutShort as exc:
                             summary.notices.append(
                                 f"{exc} came while the output drivers finished: the drivers of yours "

@@ -207,7 +207,12 @@ def test_the_bar_keeps_done_total_counts_and_eta_whole_with_large_totals(width: 
     name.max_width = _name_width(width, 5)  # (what a bar of 10,000 items makes it)
     bars = Progress(*columns, console=console)
     task = bars.add_task(
-        "An evaluator with a long name " * 3, total=10_000, passed=9_999, failed=0, errors=10_000
+        "An evaluator with a long name " * 3,
+        total=10_000,
+        passed=9_999,
+        failed=0,
+        errors=10_000,
+        s="s",
     )
     bars.update(task, completed=9_999)
     with console.capture() as captured:

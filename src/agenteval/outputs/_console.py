@@ -205,7 +205,7 @@ class ConsoleOutput(OutputDriver):
         self._widest_total = max(self._widest_total, total or 0)
         self._name_column.max_width = _name_width(self.console.width, len(str(self._widest_total)))
         self._tasks[evaluator] = self._live_display.progress.add_task(
-            name, total=total, passed=0, failed=0, errors=0
+            name, total=total, passed=0, failed=0, errors=0, s="s"
         )
 
     def _fit_bars(self, width: int) -> None:
@@ -218,7 +218,12 @@ class ConsoleOutput(OutputDriver):
         task = self._tasks.get(evaluator)
         if task is not None:
             self._live_display.progress.update(
-                task, advance=1, passed=passed, failed=failed, errors=errors
+                task,
+                advance=1,
+                passed=passed,
+                failed=failed,
+                errors=errors,
+                s="" if errors == 1 else "s",  # (1 error, as the report says)
             )
 
     def _remove_bar(self, evaluator: str) -> None:
@@ -431,7 +436,10 @@ class ConsoleOutput(OutputDriver):
             lines.append((f"Interrupted by {run.interrupted}: finished items are saved.", "yellow"))
             if run.run_dir:
                 lines.append((f"Resume with: {self._resume_command(run.id)}", "yellow"))
-        if self._parallel and any(e.total > 1 for e in run.evaluators):
+        if self._parallel and any(  # (said where it shows: an average above total ÷ items)
+            e.total > 1 and e.duration_s.average * e.total > e.duration_s.total
+            for e in run.evaluators
+        ):
             lines.append(
                 (
                     "time: items ran in parallel, so an average time per item can exceed "
@@ -529,7 +537,7 @@ def _bar_columns(width: int) -> tuple[Any, list[Any]]:
 
     counts = (
         "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
-        "[yellow]{task.fields[errors]} errors[/]"
+        "[yellow]{task.fields[errors]} error{task.fields[s]}[/]"
         if width >= _WORDS_FROM
         else "[green]{task.fields[passed]}✓[/] [red]{task.fields[failed]}✗[/] "
         "[yellow]{task.fields[errors]}![/]"
