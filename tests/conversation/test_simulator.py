@@ -153,9 +153,18 @@ def test_simulator_usage_counts_as_judge_usage() -> None:
     assert trajectory.usage() == Usage(input_tokens=7)  # the agent's own usage, separately
 
 
-def test_simulator_parses_json_text_replies() -> None:
-    sim, _ = simulator('```json\n{"action": "send", "message": "hello", "reason": "r"}\n```')
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```json\n{"action": "send", "message": "hello", "reason": "r"}\n```',
+        '```JSON\n{"action": "send", "message": "hello", "reason": "r"}\n```',
+        'Here it is: {"action": "send", "message": "hello", "reason": "r"}',
+    ],
+)
+def test_simulator_parses_json_text_replies(reply: str) -> None:
+    sim, sim_model = simulator(reply)
     assert sim.next_turn(Trajectory()) == SimulatedTurn("send", "hello", "r")
+    assert len(sim_model.requests) == 1  # no corrective retry
 
 
 def test_simulator_invalid_reply_gets_one_corrective_retry() -> None:

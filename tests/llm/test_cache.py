@@ -344,8 +344,25 @@ def test_embed_cached_rejects_a_wrong_number_of_vectors() -> None:
 
     assert str(excinfo.value) == (
         "Embeddings 'fake:embed' returned 1 vectors for 2 texts; embed() must return one "
-        "vector per text"
+        "vector (a list of numbers) per text"
     )
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        (None, "returned NoneType for 1 texts; embed() must return one vector"),
+        ([[[1.0, 2.0]]], "returned a vector that is not a flat list of numbers: [[1.0, 2.0]]"),
+    ],
+)
+def test_embed_cached_rejects_what_is_no_list_of_vectors(returned: Any, message: str) -> None:
+    class Broken(CountingEmbeddings):
+        def embed(self, texts: list[str]) -> Any:
+            return returned
+
+    with pytest.raises(ValueError) as excinfo:
+        embed_cached(Broken(), ["a"])
+    assert str(excinfo.value).startswith(f"Embeddings 'fake:embed' {message}")
 
 
 def _echo(request: ModelRequest) -> str:

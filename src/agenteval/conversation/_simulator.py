@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -180,12 +179,11 @@ def _valid(response: ModelResponse) -> bool:
 def _parse(response: ModelResponse) -> tuple[SimulatedTurn | None, str]:
     data: Any = response.structured
     if data is None:
-        text = response.text.strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
+        from agenteval.judges._prompt import parse_text  # (bare, fenced, or among prose)
+
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
+            data = parse_text(response.text)
+        except ValueError:
             return None, "the reply is not JSON"
     if not isinstance(data, dict):
         return None, f"expected a JSON object, got {type(data).__name__}"

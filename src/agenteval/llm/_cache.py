@@ -211,13 +211,24 @@ def embed_cached(embeddings: Embeddings, texts: Sequence[str]) -> list[list[floa
     if missing:
         with _accounting_failures(name):
             fresh, usage, retries = _embed(embeddings, [texts[i] for i in missing])
-        if len(fresh) != len(missing):
+        try:
+            count = len(fresh)
+        except TypeError:
+            count = None
+        if count != len(missing):
+            got = f"{count} vectors" if count is not None else type(fresh).__name__
             raise ValueError(
-                f"Embeddings {name!r} returned {len(fresh)} vectors for {len(missing)} texts; "
-                f"embed() must return one vector per text"
+                f"Embeddings {name!r} returned {got} for {len(missing)} texts; embed() must "
+                f"return one vector (a list of numbers) per text"
             )
         for i, vector in zip(missing, fresh, strict=True):
-            floats = [float(x) for x in vector]
+            try:
+                floats = [float(x) for x in vector]
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"Embeddings {name!r} returned a vector that is not a flat list of "
+                    f"numbers: {str(vector)[:80]}"
+                ) from None
             vectors[i] = floats
             if use_cache:
                 _put(keys[i], "embed", name, _encode_vector(floats))
