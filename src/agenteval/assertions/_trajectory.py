@@ -54,7 +54,9 @@ def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionR
         why = (
             f"it ended before its first turn (stop_reason: {stopped!r})"
             if isinstance(stopped, str)
-            else "run it (return Conversation(...).run()) or record its messages"
+            else "run it (return Conversation(...).run()) or record its messages; a "
+            "simulated user that stopped at once leaves none (return the Conversation itself "
+            "to see its stop_reason)"
         )
         return AssertionResult.fail(
             0.0,
