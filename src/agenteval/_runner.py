@@ -140,8 +140,8 @@ class _Drivers:
             try:
                 getattr(driver, hook)(*args)  # (os._exit raises: run_evaluations guards it)
             except BaseException as exc:  # (rich exits on a broken stdout pipe)
-                if isinstance(exc, HardStop):
-                    raise  # a second signal: stop at once
+                if isinstance(exc, (HardStop, _CutShort)):
+                    raise  # a signal: stop at once, or stop the drivers still finishing
                 if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
                     raise  # maybe the user's Ctrl-C: it stops the run
                 kind = (type(driver).__name__, hook, type(exc).__name__)

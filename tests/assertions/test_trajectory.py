@@ -453,7 +453,8 @@ def test_a_conversation_without_messages_fails_every_trajectory_assertion(
         False,
         f"{assertion.name} was given a conversation without a single message, which cannot "
         f"show what the agent did: run it (return Conversation(...).run()) or record its "
-        f"messages",
+        f"messages; a simulated user that stopped at once leaves none (return the "
+        f"Conversation itself to see its stop_reason)",
     )
 
 
