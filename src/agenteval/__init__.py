@@ -7,8 +7,9 @@ budget. Type checkers see ordinary imports.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._errors import (
@@ -41,30 +42,30 @@ if TYPE_CHECKING:
     from ._version import __version__
 
 _WHERE = {
-    "AgentEvalError": "_errors",
-    "AssertionRecord": "_results",
-    "AssertionResult": "_results",
-    "BaseEvaluator": "_evaluator",
-    "ConfigError": "_errors",
-    "DatasetError": "_errors",
-    "DiscoveryError": "_errors",
-    "ErrorInfo": "_results",
-    "EvaluationError": "_errors",
-    "EvaluatorSummary": "_results",
-    "ItemResult": "_results",
-    "JournalError": "_errors",
-    "JudgeError": "_errors",
-    "MissingDependencyError": "_errors",
-    "ProviderAuthError": "_errors",
-    "ProviderError": "_errors",
-    "ProviderQuotaError": "_errors",
-    "ProviderRequestError": "_errors",
-    "ProviderUnavailableError": "_errors",
-    "RunSummary": "_results",
-    "SkipEvaluator": "_errors",
-    "UsageError": "_errors",
-    "__version__": "_version",
-    "run_evaluations": "_runner",
+    "AgentEvalError": "._errors",
+    "AssertionRecord": "._results",
+    "AssertionResult": "._results",
+    "BaseEvaluator": "._evaluator",
+    "ConfigError": "._errors",
+    "DatasetError": "._errors",
+    "DiscoveryError": "._errors",
+    "ErrorInfo": "._results",
+    "EvaluationError": "._errors",
+    "EvaluatorSummary": "._results",
+    "ItemResult": "._results",
+    "JournalError": "._errors",
+    "JudgeError": "._errors",
+    "MissingDependencyError": "._errors",
+    "ProviderAuthError": "._errors",
+    "ProviderError": "._errors",
+    "ProviderQuotaError": "._errors",
+    "ProviderRequestError": "._errors",
+    "ProviderUnavailableError": "._errors",
+    "RunSummary": "._results",
+    "SkipEvaluator": "._errors",
+    "UsageError": "._errors",
+    "__version__": "._version",
+    "run_evaluations": "._runner",
 }
 
 __all__ = [
@@ -95,14 +96,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agenteval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

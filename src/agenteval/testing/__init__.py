@@ -6,8 +6,9 @@ Names are imported on first use (PEP 562): an evaluator that only needs
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._fake_provider import FakeProvider, FakeReply, RecordedRequest
@@ -15,12 +16,12 @@ if TYPE_CHECKING:
     from ._scripted import ScriptedModel, ScriptExhaustedError
 
 _WHERE = {
-    "FakeProvider": "_fake_provider",
-    "FakeReply": "_fake_provider",
-    "RecordedRequest": "_fake_provider",
-    "ScriptExhaustedError": "_scripted",
-    "ScriptedModel": "_scripted",
-    "fake_provider": "_pytest_fixture",
+    "FakeProvider": "._fake_provider",
+    "FakeReply": "._fake_provider",
+    "RecordedRequest": "._fake_provider",
+    "ScriptExhaustedError": "._scripted",
+    "ScriptedModel": "._scripted",
+    "fake_provider": "._pytest_fixture",
 }
 
 __all__ = [
@@ -33,14 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agenteval.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
