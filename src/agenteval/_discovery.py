@@ -159,9 +159,9 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
             f"with a leading '_' to exclude it"
         ) from None
     except BaseException as exc:
+        del sys.modules[name]
         if isinstance(exc, KeyboardInterrupt) and _interrupt.seen():
             raise  # Ctrl-C: the command is interrupted, the file did nothing wrong
-        del sys.modules[name]
         line = _line_in(exc, path)
         where = f"{shown}:{line}" if line else shown
         raise DiscoveryError(f"Could not import {where}: {type(exc).__name__}: {exc}") from None
