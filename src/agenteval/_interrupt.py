@@ -14,7 +14,7 @@ def watch() -> None:
     """Note each SIGINT from now on, still raising ``KeyboardInterrupt`` as Python does
     (unless SIGINT is ignored or handled already: a job in the background, an embedder)."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_sigint)
+        signal.signal(signal.SIGINT, on_sigint)
 
 
 def seen() -> bool:
@@ -22,7 +22,8 @@ def seen() -> bool:
     return _seen
 
 
-def _on_sigint(_signum: int, _frame: FrameType | None) -> None:
+def on_sigint(_signum: int, _frame: FrameType | None) -> None:
+    """The handler :func:`watch` installs: Python's own, noted."""
     global _seen
     _seen = True
     raise KeyboardInterrupt

@@ -109,12 +109,16 @@ class ItemTask:
     cwd: str = ""
     """The working directory the evaluator's ``set_up`` left: the item starts there ("":
     wherever the process is)."""
-    given: Any = field(init=False, repr=False, compare=False)
-    """``input`` as JSON-safe data, as it was before ``run``: what the record keeps (an agent
-    that appends to its item's messages must not change what a resume compares)."""
+    given: Any = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "given", to_jsonable(self.input))
+    def recorded_input(self) -> Any:
+        """``input`` as JSON-safe data, as it was before ``run``: what the record keeps (an
+        agent that appends to its item's messages must not change what a resume compares).
+        Taken when the item starts (where it runs: not in the fork parent) or, for an item
+        that never reported, from the parent's untouched copy."""
+        if self.given is None and self.input is not None:
+            object.__setattr__(self, "given", (to_jsonable(self.input),))
+        return self.given[0] if self.given is not None else None
 
 
 @dataclass
@@ -188,6 +192,7 @@ def execute_item(
     """
     if task.cwd:
         return_to(task.cwd)
+    task.recorded_input()  # before run can change it
     started = time.perf_counter()
     ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
@@ -228,6 +233,7 @@ async def aexecute_item(
 
     if task.cwd:  # (items in flight at once share the process's: the last one's)
         return_to(task.cwd)
+    task.recorded_input()  # before run can change it
     started = time.perf_counter()
     ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
@@ -350,7 +356,7 @@ def fault_record(
         repeat=task.repeat,
         status=status,
         duration_s=duration,
-        input=task.given,
+        input=task.recorded_input(),
         error=error,
     )
 
@@ -495,7 +501,7 @@ def build_record(
             else item_status(assertions, error),
             score=mean_score(assertions),
             duration_s=duration,
-            input=task.given,
+            input=task.recorded_input(),
             output=output,
             truncated=truncated,
             original_size=size,

@@ -14,18 +14,19 @@ import inspect
 import os
 import signal
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
-from operator import is_
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic_core import to_json
 
+from . import _interrupt
 from ._cache_settings import using_cache
 from ._config import Config, drivers_from, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
@@ -135,25 +136,28 @@ class _Drivers:
     ) -> None:
         """Call ``hook`` on the drivers ``which`` picks (None: all), keeping their failures."""
         for driver in self.drivers:
-            if which is not None and not which(driver):
-                continue
-            try:
-                getattr(driver, hook)(*args)  # (os._exit raises: run_evaluations guards it)
-            except BaseException as exc:  # (rich exits on a broken stdout pipe)
-                if isinstance(exc, (HardStop, _CutShort)):
-                    raise  # a signal: stop at once, or stop the drivers still finishing
-                if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
-                    raise  # maybe the user's Ctrl-C: it stops the run
-                kind = (type(driver).__name__, hook, type(exc).__name__)
-                if kind in self._errors:
-                    self._errors[kind][1] += 1
-                    continue
-                error = f"{type(driver).__name__}.{hook}() "
-                if isinstance(exc, ProcessExit):
-                    error += f"called os._exit({exc.status}): a driver must not end the process"
-                else:
-                    error += f"raised {type(exc).__name__}: {exc}"
-                self._errors[kind] = [self._redact(error) if self._redact else error, 1]
+            if which is None or which(driver):
+                self.call_one(driver, hook, *args)
+
+    def call_one(self, driver: OutputDriver, hook: str, *args: Any) -> None:
+        """Call ``hook`` on ``driver``, keeping its failure."""
+        try:
+            getattr(driver, hook)(*args)  # (os._exit raises: run_evaluations guards it)
+        except BaseException as exc:  # (rich exits on a broken stdout pipe)
+            if isinstance(exc, (HardStop, _CutShort)):
+                raise  # a signal: stop at once, or stop the drivers still finishing
+            if isinstance(exc, KeyboardInterrupt) and _ctrl_c_raises():
+                raise  # maybe the user's Ctrl-C: it stops the run
+            kind = (type(driver).__name__, hook, type(exc).__name__)
+            if kind in self._errors:
+                self._errors[kind][1] += 1
+                return
+            error = f"{type(driver).__name__}.{hook}() "
+            if isinstance(exc, ProcessExit):
+                error += f"called os._exit({exc.status}): a driver must not end the process"
+            else:
+                error += f"raised {type(exc).__name__}: {exc}"
+            self._errors[kind] = [self._redact(error) if self._redact else error, 1]
 
 
 _MODEL_SETTINGS = {  # llm._factory's settings, named here: the model layer costs 0.3 s
@@ -199,10 +203,9 @@ _IN_THE_PARENT = (
 def _ctrl_c_raises() -> bool:
     """Whether a Ctrl-C now raises KeyboardInterrupt (not so while the run's own signal
     handler is installed: a KeyboardInterrupt then is the code's own)."""
-    return (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    )
+    return threading.current_thread() is threading.main_thread() and signal.getsignal(
+        signal.SIGINT
+    ) in (signal.default_int_handler, _interrupt.on_sigint)
 
 
 def _a(noun: str) -> str:
@@ -890,7 +893,12 @@ def _verdict_notices(summary: RunSummary, min_success_rate: float, max_errors: i
 
 
 def _manifest(
-    run_id: str, specs: list[EvaluatorSpec], config: Config, argv: list[str], redact: Redactor
+    run_id: str,
+    specs: list[EvaluatorSpec],
+    config: Config,
+    argv: list[str],
+    redact: Redactor,
+    imported: set[str],
 ) -> dict[str, Any]:
     return {
         "schema_version": MANIFEST_SCHEMA,
@@ -902,32 +910,34 @@ def _manifest(
         "python": sys.version.split()[0],
         "config": {"path": config.path, "sha256": config.sha256},
         "evaluators": _evaluator_entries(specs),
-        "modules": _project_modules(specs, config),
+        "modules": _project_modules(specs, imported),
     }
 
 
-def _project_modules(specs: list[EvaluatorSpec], config: Config) -> dict[str, str]:
-    """The fingerprints of the project's own Python files the evaluator files imported (a
-    helper beside them, the agent's code): a change to one changes what the items do, as
-    an edit to an evaluator file does. Files in the working directory or an evaluator's
-    folder count; installed packages, agenteval itself, the evaluator files and the config
-    (fingerprinted on their own) do not."""
+def _project_modules(specs: list[EvaluatorSpec], imported: set[str]) -> dict[str, str]:
+    """The fingerprints of the project's own Python files that loading the evaluator files
+    imported (``imported``: module names), a helper beside them or the agent's code: a
+    change to one changes what the items do, as an edit to an evaluator file does. Files
+    in the working directory or an evaluator's folder count; the evaluator files
+    themselves (fingerprinted on their own), agenteval, the standard library and
+    installed packages do not."""
     here = Path.cwd().resolve()
     roots = {here, *(Path(spec.file).resolve().parent for spec in specs)}
     skip = {Path(spec.file).resolve() for spec in specs}
-    if config.path:
-        skip.add(Path(config.path).resolve())
-    ours = Path(__file__).resolve().parent
+    outside = {Path(__file__).resolve().parent} | {
+        Path(p).resolve()
+        for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    }
     found: dict[str, str] = {}
-    for module in list(sys.modules.values()):
-        source = getattr(module, "__file__", None)
-        if not isinstance(source, str) or not source.endswith(".py"):
+    for name in sorted(imported):
+        source = getattr(sys.modules.get(name), "__file__", None)
+        if name == "__main__" or not isinstance(source, str) or not source.endswith(".py"):
             continue
         path = Path(source).resolve()
         if (
             path in skip
-            or ours in path.parents
             or not any(root in path.parents for root in roots)
+            or any(folder == path or folder in path.parents for folder in outside)
             or {"site-packages", "dist-packages"} & set(path.parts)
         ):
             continue
@@ -1132,7 +1142,9 @@ def run_evaluations(
     _apply_console_flags(
         drivers, verbose, progress, str(cfg.path) if outputs is None else "run_evaluations"
     )
+    before = set(sys.modules)  # (what the config and its drivers imported is no item's)
     specs = select(discover(paths), filter, tags)
+    imported = set(sys.modules) - before
     if not specs:
         where = ", ".join(str(p) for p in paths)
         if filter or tags:
@@ -1187,7 +1199,11 @@ def run_evaluations(
                 entries.update(_evaluator_entries(new))
             if force:  # the changes are accepted: a later resume compares with the files now
                 _accept_changes(entries, specs)
-                jr.manifest["modules"] = _project_modules(specs, cfg)
+                modules = jr.manifest.get("modules")  # (those another selection imports kept)
+                jr.manifest["modules"] = {
+                    **(modules if isinstance(modules, dict) else {}),
+                    **_project_modules(specs, imported),
+                }
             if new or force:
                 jr.save_manifest()
         except BaseException:
@@ -1218,7 +1234,7 @@ def run_evaluations(
     else:
         run_id = new_run_id()
         if journal:
-            jr = Journal.create(runs, run_id, _manifest(run_id, specs, cfg, argv, redact))
+            jr = Journal.create(runs, run_id, _manifest(run_id, specs, cfg, argv, redact, imported))
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     stop = StopState(grace=grace)
@@ -1304,9 +1320,7 @@ def run_evaluations(
                             for driver in driver_set.drivers:
                                 if _finishes_in(turn, driver):  # (one at a time: each is told
                                     _settle(summary, driver_set, stop)  # who failed before it)
-                                    driver_set.call_some(
-                                        "finish_run", partial(is_, driver), summary
-                                    )
+                                    driver_set.call_one(driver, "finish_run", summary)
                         except _CutShort as exc:
                             summary.notices.append(
                                 f"{exc} came while the output drivers finished: the drivers of yours "

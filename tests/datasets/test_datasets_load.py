@@ -279,6 +279,12 @@ def test_a_number_too_long_for_python_is_a_dataset_error_naming_its_line(
     [
         ("- input: a\n  when: 2024-02-30\n", 2, "day is out of range for month"),
         ("- {input: a, when: 2024-13-01T10:00:00}\n", 1, "month must be in 1..12"),
+        (
+            "# renamed 2024-02-31\n- input: a\n  note: due 2024-02-31\n  when: 2024-02-30\n",
+            4,
+            "day is out of range for month",
+        ),  # (text that only looks like a date is text)
+        ("- input: a\n  at: 2024-01-01 25:00:00\n", 2, "hour must be in 0..23"),
     ],
 )
 def test_a_yaml_date_that_is_none_is_a_dataset_error_naming_its_line(

@@ -777,12 +777,14 @@ def test_resume_refuses_when_a_module_the_evaluators_import_changed(cli: Any) ->
     # the agent's code beside the evaluator: resumed, old and new answers would mix
     cli.write("evals/helped.py", USES_A_HELPER)
     cli.write("evals/_agent.py", "def answer():\n    return 'x'\n")
-    cli.write("evaluation.py", "prices = {}\n")
+    cli.write("_report.py", "from agenteval.outputs import ConsoleOutput\n")
+    cli.write("evaluation.py", "from _report import ConsoleOutput\noutput = [ConsoleOutput]\n")
     first = cli.run("evals", "--no-progress")
     assert first.returncode == 0, first.stdout + first.stderr
     (run_dir,) = cli.run_dirs()
+    cli.write("_report.py", "from agenteval.outputs import ConsoleOutput  # edited\n")
     cli.write("evals/_agent.py", "def answer():\n    return 'y'\n")
-    refused = cli.run("evals", "--resume")
+    refused = cli.run("evals", "--resume")  # (for the agent's code, not the config's import)
     assert refused.returncode == 2
     assert refused.stderr == (
         f"agenteval: error: Cannot resume run {run_dir.name!r}: evals/_agent.py (imported by "
@@ -790,7 +792,9 @@ def test_resume_refuses_when_a_module_the_evaluators_import_changed(cli: Any) ->
         f"anyway\n"
     )
     assert cli.run("evals", "--resume", "--force").returncode == 0
-    cli.write("evaluation.py", "prices = {}  # edited\n")
+    cli.write(
+        "evaluation.py", "from _report import ConsoleOutput\noutput = [ConsoleOutput]  # edited\n"
+    )
     later = cli.run("evals", "--resume", "--no-progress")  # the forced change was accepted
     assert later.returncode == 0, later.stdout + later.stderr
     assert (

@@ -210,3 +210,5 @@ def test_parse_text_finds_the_json(text: str, value: object) -> None:
 def test_parse_text_rejects_text_without_json() -> None:
     with pytest.raises(ValueError, match=r"^the reply is not JSON$"):
         parse_text("I would give it an 8/10 {roughly}")
+    with pytest.raises(ValueError, match=r"^the reply is not JSON$"):
+        parse_text("Let me think: " + '{"a": ' * 3000)  # nested past Python's stack

@@ -260,3 +260,18 @@ def test_console_figures_and_driver_errors_stay_true_at_scale(
         "FailsOnEachItem.item_finished() raised KeyError: '0 [REDACTED]' (2000 times)"
     ]
     assert "sk-shop" not in text
+
+
+def test_a_driver_listed_twice_finishes_once_per_listing() -> None:
+    class Counting(OutputDriver):
+        finished = 0
+
+        def output(self, summary: Any) -> None:
+            pass
+
+        def finish_run(self, run: Any) -> None:
+            Counting.finished += 1
+
+    twice = Counting()
+    run_evaluations([ShopEvaluator], outputs=[twice, twice], journal=False)
+    assert Counting.finished == 2

@@ -147,7 +147,7 @@ def number_too_long(source: str, text: str, where: str = "") -> DatasetError:
     """Python refused to read an integer of more digits than its limit (4,300 by default,
     against denial of service); ``where`` is given, or found in ``text``."""
     limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
-    found = re.search(rf"\d{{{limit + 1},}}", text) if limit else None
+    found = re.search(rf"(?<!\d)\d{{{limit + 1},}}", text) if limit else None
     if found and not where:
         where = f" (line {text.count(chr(10), 0, found.start()) + 1})"
     return DatasetError(

@@ -153,25 +153,41 @@ def _aliased_values(data: Any) -> int:
     return size(data) - once
 
 
-_DATE = re.compile(r"^(?:.*?[\s:\[{,-])?(\d{4})-(\d\d?)-(\d\d?)(?=$|[\sTt,\]}#])", re.MULTILINE)
-
-
 def _unreadable_value(source: str, text: str, exc: ValueError) -> DatasetError:
     """The error for a value the YAML resolver typed but Python refused: an integer of
-    too many digits, or a date that is none (``2024-02-30``)."""
+    too many digits, or a timestamp that is none (``2024-02-30``, ``25:00``), with the line
+    of the value (the text is read again, each timestamp on its own)."""
     if "digits" in str(exc):
         return number_too_long(source, text)
-    where = ""
-    for found in _DATE.finditer(text):
+    import yaml
+
+    class Dates(yaml.SafeLoader):
+        """The safe loader, telling where a timestamp it cannot build is."""
+
+    def timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         try:
-            datetime.date(*(int(part) for part in found.groups()))
-        except ValueError:
-            where = f" (line {text.count(chr(10), 0, found.start()) + 1})"
-            break
+            return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+        except ValueError as why:
+            raise _NoDate(node.start_mark.line + 1, str(why)) from None
+
+    Dates.add_constructor("tag:yaml.org,2002:timestamp", timestamp)
+    where, why = "", str(exc)
+    try:
+        yaml.load(text, Loader=Dates)  # (the safe loader, with one constructor wrapped)
+    except _NoDate as found:
+        where, why = f" (line {found.line})", found.why
+    except Exception:  # (the first reading's message stands)
+        pass
     return DatasetError(
-        f"Dataset file {source!r}{where} has a date that is not one ({exc}): correct it, "
+        f"Dataset file {source!r}{where} has a date that is not one ({why}): correct it, "
         "or quote it to keep it as text"
     )
+
+
+class _NoDate(Exception):
+    def __init__(self, line: int, why: str) -> None:
+        super().__init__(why)
+        self.line, self.why = line, why
 
 
 def _safe_load(text: str) -> Any:

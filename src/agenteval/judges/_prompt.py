@@ -167,10 +167,10 @@ def parse_text(text: str) -> object:
     # text that holds a score, read from each "{" on
     decoder = json.JSONDecoder()
     found: object = None
-    for brace in re.finditer(r"\{", stripped[:_SCANNED]):
+    for brace in re.finditer(r'\{\s*["}]', stripped[:_SCANNED]):  # (where an object may start)
         try:
             value, _ = decoder.raw_decode(stripped, brace.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested thousands deep)
             continue
         if isinstance(value, dict) and "score" in value:
             found = value
