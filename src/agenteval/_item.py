@@ -109,16 +109,17 @@ class ItemTask:
     cwd: str = ""
     """The working directory the evaluator's ``set_up`` left: the item starts there ("":
     wherever the process is)."""
-    given: Any = field(default=None, init=False, repr=False, compare=False)
+    given: tuple[Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def recorded_input(self) -> Any:
         """``input`` as JSON-safe data, as it was before ``run``: what the record keeps (an
         agent that appends to its item's messages must not change what a resume compares).
         Taken when the item starts (where it runs: not in the fork parent) or, for an item
         that never reported, from the parent's untouched copy."""
-        if self.given is None and self.input is not None:
+        if self.given is None:
             object.__setattr__(self, "given", (to_jsonable(self.input),))
-        return self.given[0] if self.given is not None else None
+        assert self.given is not None
+        return self.given[0]
 
 
 @dataclass

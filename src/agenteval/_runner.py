@@ -929,7 +929,7 @@ def _project_modules(specs: list[EvaluatorSpec], imported: set[str]) -> dict[str
         for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
     }
     found: dict[str, str] = {}
-    for name in sorted(imported):
+    for name in imported:
         source = getattr(sys.modules.get(name), "__file__", None)
         if name == "__main__" or not isinstance(source, str) or not source.endswith(".py"):
             continue

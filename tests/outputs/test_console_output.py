@@ -212,7 +212,7 @@ def test_the_bar_keeps_done_total_counts_and_eta_whole_with_large_totals(width: 
         passed=9_999,
         failed=0,
         errors=10_000,
-        s="s",
+        errors_s="s",
     )
     bars.update(task, completed=9_999)
     with console.capture() as captured:

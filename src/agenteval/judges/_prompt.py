@@ -57,9 +57,9 @@ Reply with only a JSON object of the form {_VERDICT_SHAPE}, with no text before 
 
 _ANGLES = re.compile(r"<{3,}|>{3,}")
 # The names of the fences (see build_prompt) followed by BEGIN or END, in any case, with
-# whitespace (line breaks too), underscores, hyphens or nothing between the words: "UNTRUSTED_OUTPUT_END",
-# "untrusted output end", "Reference-Begin", "EXAMPLEOUTPUTEND". Nothing shorter (a lone
-# "output", "end" or "output start" is ordinary prose).
+# whitespace (line breaks too), underscores, hyphens or nothing between the words:
+# "UNTRUSTED_OUTPUT_END", "untrusted output end", "Reference-Begin", "EXAMPLEOUTPUTEND".
+# Nothing shorter (a lone "output", "end" or "output start" is ordinary prose).
 _SEP = r"[\s_-]*"
 _FENCE_NAMES = ("UNTRUSTED OUTPUT", "EXAMPLE OUTPUT", "REFERENCE", "QUESTION")
 _MARKER_WORDS = re.compile(

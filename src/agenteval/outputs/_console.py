@@ -205,7 +205,7 @@ class ConsoleOutput(OutputDriver):
         self._widest_total = max(self._widest_total, total or 0)
         self._name_column.max_width = _name_width(self.console.width, len(str(self._widest_total)))
         self._tasks[evaluator] = self._live_display.progress.add_task(
-            name, total=total, passed=0, failed=0, errors=0, s="s"
+            name, total=total, passed=0, failed=0, errors=0, errors_s="s"
         )
 
     def _fit_bars(self, width: int) -> None:
@@ -223,7 +223,7 @@ class ConsoleOutput(OutputDriver):
                 passed=passed,
                 failed=failed,
                 errors=errors,
-                s="" if errors == 1 else "s",  # (1 error, as the report says)
+                errors_s="" if errors == 1 else "s",  # (1 error, as the report says)
             )
 
     def _remove_bar(self, evaluator: str) -> None:
@@ -537,7 +537,7 @@ def _bar_columns(width: int) -> tuple[Any, list[Any]]:
 
     counts = (
         "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
-        "[yellow]{task.fields[errors]} error{task.fields[s]}[/]"
+        "[yellow]{task.fields[errors]} error{task.fields[errors_s]}[/]"
         if width >= _WORDS_FROM
         else "[green]{task.fields[passed]}✓[/] [red]{task.fields[failed]}✗[/] "
         "[yellow]{task.fields[errors]}![/]"

@@ -30,11 +30,12 @@ def safe(text: str, limit: int | None = None) -> str:
 def one_line(text: str, limit: int = 300, *, keep_end: bool = False) -> str:
     """``text`` on one line (line breaks shown as ⏎), made safe, shortened to ``limit`` —
     from its middle with ``keep_end`` (an error message ends in how to fix it)."""
-    flat = safe(text.rstrip("\r\n").replace("\r\n", "\n").replace("\n", " ⏎ "))
+    flat = text.rstrip("\r\n").replace("\r\n", "\n").replace("\n", " ⏎ ")
+    if not keep_end:
+        return safe(flat, limit)
+    flat = safe(flat)
     if len(flat) <= limit:
         return flat
-    if not keep_end:
-        return flat[: limit - 1] + "…"
     tail = limit // 3
     return f"{flat[: limit - tail - 3]} … {flat[-tail:]}"
 
