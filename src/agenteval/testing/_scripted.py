@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..llm._types import ModelRequest, ModelResponse
 from ..trajectory._messages import ToolCall
+
+_M = TypeVar("_M", bound=BaseModel)
 
 ScriptedReply = str | ModelResponse | Mapping[str, Any] | Callable[[ModelRequest], Any]
 """A scripted reply: assistant text, a response, a dict of response fields, or a callable."""
@@ -30,6 +34,8 @@ class ScriptedModel:
     Each reply is a string (assistant text), a :class:`~agenteval.llm.ModelResponse`, a dict
     of its fields (``text``, ``tool_calls``, ``structured``, ``usage``, ...; tool calls may
     omit ``id``), or a callable that receives the request and returns any of these.
+    Replies are checked when the model is built: an unknown key (``tool_call`` for
+    ``tool_calls``) is a ``ValueError`` naming the reply, not a silently empty reply.
     Running out of replies raises :class:`ScriptExhaustedError`. ``requests`` holds every
     request received.
 
@@ -45,7 +51,10 @@ class ScriptedModel:
         name: str = "scripted:model",
         cacheable: bool = False,
     ) -> None:
-        self._replies = list(replies)
+        self._replies = [
+            reply if callable(reply) else _to_response(reply, name, n)
+            for n, reply in enumerate(replies)
+        ]
         self._name = name
         self.cacheable = cacheable
         self._lock = threading.Lock()
@@ -87,19 +96,44 @@ def _to_response(reply: Any, model: str, n: int) -> ModelResponse:
     if isinstance(reply, str):
         return ModelResponse(text=reply, model=model, stop_reason="end_turn")
     if isinstance(reply, Mapping):
+        where = f"ScriptedModel reply #{n + 1}"
         fields = dict(reply)
+        _check_keys(where, fields, ModelResponse.model_fields)
         calls = []
         for i, call in enumerate(fields.pop("tool_calls", []) or []):
             if isinstance(call, ToolCall):
                 calls.append(call)
-            else:
-                call = dict(call)
-                call.setdefault("id", f"call_{n}_{i}")
-                calls.append(ToolCall(**call))
+                continue
+            if not isinstance(call, Mapping):
+                raise TypeError(
+                    f"{where}: tool call #{i + 1} must be a dict or ToolCall, "
+                    f"got {type(call).__name__}"
+                )
+            call = dict(call)
+            call_where = f"{where}, tool call #{i + 1}"
+            _check_keys(call_where, call, ToolCall.model_fields)
+            call.setdefault("id", f"call_{n}_{i}")
+            calls.append(_build(call_where, ToolCall, call))
         fields.setdefault("model", model)
         fields.setdefault("stop_reason", "tool_use" if calls else "end_turn")
-        return ModelResponse(tool_calls=calls, **fields)
+        return _build(where, ModelResponse, {"tool_calls": calls, **fields})
     raise TypeError(
         f"ScriptedModel reply #{n + 1} must be a str, dict, ModelResponse or callable, "
         f"got {type(reply).__name__}"
     )
+
+
+def _check_keys(where: str, fields: Mapping[str, Any], known: Iterable[str]) -> None:
+    unknown = [key for key in fields if key not in known]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (known keys: {', '.join(known)})")
+
+
+def _build(where: str, cls: type[_M], fields: dict[str, Any]) -> _M:
+
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise ValueError(f"{where}: {field}: {error['msg']}") from None
