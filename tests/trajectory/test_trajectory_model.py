@@ -463,6 +463,20 @@ def test_trajectory_from_openai_accepts_sdk_objects() -> None:
     assert trajectory.tool_calls()[0] == ToolCall(id="c9", name="lookup", inputs={"q": "x"})
 
 
+def test_trajectory_from_openai_reads_a_refusal_as_the_assistants_text() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    refused = ChatCompletionMessage(
+        role="assistant", content=None, refusal="I'm sorry, I can't help with refunds."
+    )
+    trajectory = Trajectory.from_openai([{"role": "user", "content": "refund me"}, refused])
+    assert trajectory.final_answer() == "I'm sorry, I can't help with refunds."
+    assert "Assistant: I'm sorry" in trajectory.to_transcript()
+    # content, when there is some, stays the text
+    both = {"role": "assistant", "content": "Here.", "refusal": "no"}
+    assert Trajectory.from_openai([both]).final_answer() == "Here."
+
+
 def test_trajectory_from_anthropic_accepts_sdk_blocks() -> None:
     from anthropic.types import TextBlock, ToolUseBlock
 

@@ -84,7 +84,8 @@ class Trajectory(BaseModel):
         :class:`~agenteval.llm.OpenAIModel`, the cached part of ``prompt_tokens`` is counted
         as ``cache_read_tokens`` only, not as input tokens too. The legacy
         ``function_call`` and ``{"role": "function", "name": ...}`` result are read too
-        (a result goes with the latest call of its function).
+        (a result goes with the latest call of its function). An assistant message without
+        content but with a ``refusal`` has the refusal as its text.
         """
         history: list[Message] = []
         legacy: dict[str, str] = {}  # function name -> the id of its latest function_call
@@ -639,6 +640,9 @@ def _from_openai(raw: Any, i: int) -> Message:
         return Message.tool(call_id, content, is_error=bool(raw.get("is_error", False)))
     if role != "assistant":
         return Message(role=role, content=content)
+    refusal = raw.get("refusal")
+    if not content and isinstance(refusal, str):
+        content = refusal  # a refusal is what the assistant said (as OpenAIModel reads it)
     calls: list[ToolCall] = []
     for j, call in enumerate(raw.get("tool_calls") or []):
         call = _plain(call)
