@@ -193,6 +193,16 @@ def test_simulator_invalid_twice_is_an_error() -> None:
     )
 
 
+def test_simulator_shows_a_structured_only_reply_in_the_retry_and_the_error() -> None:
+    wrong = {"action": "continue", "message": "x", "reason": "r"}
+    sim, sim_model = simulator({"structured": wrong}, {"structured": wrong})
+    with pytest.raises(EvaluationError) as info:
+        sim.next_turn(Trajectory())
+    shown = '{"action": "continue", "message": "x", "reason": "r"}'
+    assert str(info.value).endswith(f"last reply: {shown!r}")
+    assert sim_model.requests[1].messages[-2] == Message.assistant(shown)
+
+
 @pytest.mark.parametrize(
     ("structured", "problem"),
     [

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agenteval._errors import EvaluationError
-from agenteval.llm._types import Model, ModelRequest, ModelResponse
+from agenteval.llm._types import Model, ModelRequest, ModelResponse, reply_text
 from agenteval.trajectory._messages import Message
 from agenteval.trajectory._trajectory import Trajectory
 
@@ -139,7 +139,7 @@ class UserSimulator:
             update={
                 "messages": [
                     *request.messages,
-                    Message.assistant(response.text),
+                    Message.assistant(reply_text(response)),
                     Message.user(_CORRECTION.format(problem=problem)),
                 ]
             }
@@ -150,7 +150,7 @@ class UserSimulator:
             return turn
         raise EvaluationError(
             f"UserSimulator (model {self.model.name!r}) gave no valid reply after one "
-            f"corrective retry: {problem}; last reply: {_shorten(response.text)!r}"
+            f"corrective retry: {problem}; last reply: {_shorten(reply_text(response))!r}"
         )
 
 

@@ -12,7 +12,7 @@ from .._errors import ConfigError, JudgeError
 from .._results import AssertionResult
 from ..assertions._base import Assertion, type_name
 from ..llm._cache import acomplete_cached, complete_cached
-from ..llm._types import Model, ModelRequest, ModelResponse
+from ..llm._types import Model, ModelRequest, ModelResponse, reply_text
 from ..trajectory._messages import Message
 from . import _prompt
 
@@ -203,7 +203,7 @@ class _Judge(Assertion):
         raise JudgeError(
             f"{type(self).__name__}: judge {self.model.name!r} gave no valid verdict after a "
             f"corrective retry ({first_error}; then {error}; last reply "
-            f"{_reply_text(response)[:300]!r}); "
+            f"{reply_text(response)[:300]!r}); "
             + (
                 "raise the max_tokens of the judge's model"
                 if response.stop_reason in _CUT_OFF
@@ -262,19 +262,11 @@ def _valid(response: ModelResponse) -> bool:
     return _error_of(response) is None
 
 
-def _reply_text(response: ModelResponse) -> str:
-    if response.text.strip():
-        return response.text
-    if response.structured is not None:
-        return json.dumps(response.structured, ensure_ascii=False)
-    return "(empty reply)"
-
-
 def _corrected(request: ModelRequest, response: ModelResponse, error: str) -> ModelRequest:
     """The request again, with the invalid reply and a correction appended."""
     messages = [
         *request.messages,
-        Message.assistant(_reply_text(response)),
+        Message.assistant(reply_text(response)),
         Message.user(_prompt.correction(error)),
     ]
     return request.model_copy(update={"messages": messages})

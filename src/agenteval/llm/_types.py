@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -113,3 +114,13 @@ class EmbeddingsResult:
     vectors: list[list[float]]
     usage: Usage = field(default_factory=Usage)
     retries: int = 0
+
+
+def reply_text(response: ModelResponse) -> str:
+    """What the model replied, for an error message or a corrective retry: the text, else
+    the structured object as JSON, else ``(empty reply)``."""
+    if response.text.strip():
+        return response.text
+    if response.structured is not None:
+        return json.dumps(response.structured, ensure_ascii=False)
+    return "(empty reply)"
