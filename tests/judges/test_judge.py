@@ -121,10 +121,21 @@ def test_agent_judge_raises_judge_error_when_the_retry_is_invalid_too() -> None:
     assert str(excinfo.value) == (
         "AgentJudge: judge 'scripted:model' gave no valid verdict after a corrective retry "
         "(the reply is not JSON; then 'score' must be a number from 0 to 1, got 2; last reply "
-        """'{"reasoning": "Polite enough.", "score": 2}'); use a judge model that supports """
-        "structured output"
+        """'{"reasoning": "Polite enough.", "score": 2}'); check that the criteria and """
+        "examples ask for a score from 0 to 1, or use a stronger judge model"
     )
     assert model.remaining == 0
+
+
+def test_agent_judge_suggests_structured_output_only_when_the_reply_is_not_json() -> None:
+    model = ScriptedModel([verdict(2), "I'd say it is great"])
+
+    with pytest.raises(JudgeError) as excinfo:
+        AgentJudge(model, CRITERIA).evaluate("Hello!")
+
+    assert str(excinfo.value).endswith(
+        """last reply "I'd say it is great"); use a judge model that supports structured output"""
+    )
 
 
 def test_agent_judge_says_when_the_reply_was_cut_off_at_the_token_limit() -> None:

@@ -203,12 +203,7 @@ class _Judge(Assertion):
         raise JudgeError(
             f"{type(self).__name__}: judge {self.model.name!r} gave no valid verdict after a "
             f"corrective retry ({first_error}; then {error}; last reply "
-            f"{reply_text(response)[:300]!r}); "
-            + (
-                "raise the max_tokens of the judge's model"
-                if response.stop_reason in _CUT_OFF
-                else "use a judge model that supports structured output"
-            )
+            f"{reply_text(response)[:300]!r}); {_fix_for(response)}"
         )
 
 
@@ -256,6 +251,22 @@ def _error_of(response: ModelResponse) -> str | None:
         # what reads as a verdict may be the start of one ("score": 0 of 0.8): never one
         return "the reply was cut off at the token limit, so its verdict may be incomplete"
     return None
+
+
+def _fix_for(response: ModelResponse) -> str:
+    """What to change when ``response`` was still not a valid verdict after the retry."""
+    if response.stop_reason in _CUT_OFF:
+        return "raise the max_tokens of the judge's model"
+    if response.structured is None:
+        try:
+            _prompt.parse_text(response.text)
+        except ValueError:
+            return "use a judge model that supports structured output"
+    # a JSON object, but not a verdict (a score of 9, no reasoning)
+    return (
+        "check that the criteria and examples ask for a score from 0 to 1, or use a "
+        "stronger judge model"
+    )
 
 
 def _valid(response: ModelResponse) -> bool:
