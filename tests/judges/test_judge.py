@@ -197,6 +197,24 @@ def test_agent_judge_fails_other_types_without_calling_the_model() -> None:
     assert model.requests == []
 
 
+def test_agent_judge_says_why_a_message_list_cannot_be_read() -> None:
+    model = ScriptedModel([])
+    call = {"id": "a", "type": "function", "approval": "denied"}
+    call["function"] = {"name": "f", "arguments": "{}"}
+    history = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+
+    result = AgentJudge(model, CRITERIA).evaluate(history)
+
+    assert result.message == (
+        "Could not read the message list as a conversation: tool call 'a': approval must be "
+        "'pending', 'approved' or 'rejected', got 'denied'"
+    )
+    assert model.requests == []
+
+
 @pytest.mark.parametrize("output", ["", "  \n\t "])
 def test_agent_judge_fails_empty_output_without_calling_the_model(output: str) -> None:
     model = ScriptedModel([])

@@ -140,13 +140,16 @@ class _Judge(Assertion):
         if isinstance(actual, str):
             text, label = actual, "Output to evaluate"
         else:
-            from ..trajectory._trajectory import as_trajectory
+            from ..trajectory._trajectory import as_trajectory, unreadable_message_list
 
             trajectory = as_trajectory(actual)
             if trajectory is None:
+                problem = unreadable_message_list(actual)
                 return AssertionResult.fail(
                     0.0,
-                    f"Expected a string or a Trajectory to judge, got {type_name(actual)}",
+                    f"Expected a string or a Trajectory to judge, got {type_name(actual)}"
+                    if problem is None
+                    else f"Could not read the message list as a conversation: {problem}",
                     self._context(judgment),
                 )
             text, label = trajectory.to_transcript(), "Conversation to evaluate (transcript)"
