@@ -427,6 +427,26 @@ def test_total_tokens_at_most_without_recorded_usage_is_an_error() -> None:
     )
 
 
+def test_total_tokens_at_most_with_usage_on_only_some_messages() -> None:
+    # under the budget on what was measured is not a pass; over it already is a failure
+    partial = Trajectory.from_messages(
+        [
+            Message.user("hi"),
+            Message.assistant("", [ToolCall(id="c1", name="a")]),
+            Message.tool("c1", "ok"),
+            Message.assistant("done", None, Usage(input_tokens=90, output_tokens=10)),
+        ]
+    )
+    with pytest.raises(_errors.EvaluationError) as info:
+        TotalTokensAtMost(1000).evaluate(partial)
+    assert "no token usage for 1 of its 2 assistant messages" in str(info.value)
+    result = TotalTokensAtMost(50).evaluate(partial)
+    assert (result.passed, result.message) == (
+        False,
+        "Expected at most 50 total tokens, used 100 (input 90, output 10)",
+    )
+
+
 def test_total_tokens_at_most_passes_a_conversation_the_agent_never_answered() -> None:
     assert TotalTokensAtMost(0).evaluate(Trajectory.from_messages([Message.user("hi")])).passed
 

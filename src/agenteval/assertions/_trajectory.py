@@ -487,9 +487,10 @@ class TotalTokensAtMost(Assertion):
     does not change with how warm the provider's cache was.
 
     The trajectory's messages must record usage (``ToolAgent`` does; converted histories
-    carry it when their messages have a ``usage`` key). A trajectory with agent messages
-    but no usage at all cannot be checked: that raises
-    :class:`~agenteval.EvaluationError` rather than passing a budget nobody measured.
+    carry it when their messages have a ``usage`` key). A trajectory whose agent messages
+    record no usage, or record it for only some of them, cannot be shown to be within the
+    budget: that raises :class:`~agenteval.EvaluationError` rather than passing a budget
+    nobody measured. The measured messages alone being over the budget is a failure.
 
     Example::
 
@@ -506,16 +507,22 @@ class TotalTokensAtMost(Assertion):
         trajectory = _trajectory(self, actual)
         if isinstance(trajectory, AssertionResult):
             return trajectory
-        steps = trajectory.step_count()
-        if steps and not trajectory.has_usage():
-            raise EvaluationError(
-                f"TotalTokensAtMost({self.n}): the trajectory records no token usage for its "
-                f"{steps} assistant message(s): record usage on the agent's messages "
-                f"(Message.usage, or a 'usage' key in converted histories)"
-            )
         usage = trajectory.usage()
         cached = usage.cache_read_tokens + usage.cache_write_tokens
         used = usage.total + cached
+        unmeasured = trajectory.steps_without_usage()
+        if used <= self.n and unmeasured:
+            steps = trajectory.step_count()
+            which = (
+                f"its {steps} assistant message(s)"
+                if unmeasured == steps
+                else f"{unmeasured} of its {steps} assistant messages"
+            )
+            raise EvaluationError(
+                f"TotalTokensAtMost({self.n}): the trajectory records no token usage for "
+                f"{which}: record usage on the agent's messages "
+                f"(Message.usage, or a 'usage' key in converted histories)"
+            )
         if used <= self.n:
             return AssertionResult.pass_()
         detail = f"input {usage.input_tokens}, output {usage.output_tokens}"

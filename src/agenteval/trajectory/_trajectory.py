@@ -180,12 +180,15 @@ class Trajectory(BaseModel):
         recorded after its pending one: no text, no usage, every call merged into an earlier
         one) is not a new step.
         """
+        return len(self._steps())
+
+    def _steps(self) -> list[Message]:
         merged = _merge(self.history)
-        return sum(
-            1
+        return [
+            message
             for i, message in enumerate(self.history)
             if message.role == "assistant" and not merged.only_repeats(i, message)
-        )
+        ]
 
     def usage(self) -> Usage:
         """Token usage of the whole conversation: the sum over every message that has one."""
@@ -195,9 +198,9 @@ class Trajectory(BaseModel):
                 total = total + message.usage
         return total
 
-    def has_usage(self) -> bool:
-        """True when at least one message records token usage."""
-        return any(m.usage is not None for m in self.history)
+    def steps_without_usage(self) -> int:
+        """How many agent steps (see :meth:`step_count`) record no token usage."""
+        return sum(1 for message in self._steps() if message.usage is None)
 
     def turns(self) -> list[Turn]:
         """The conversation split into user turns, each with its own slice of messages.
