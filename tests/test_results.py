@@ -139,3 +139,17 @@ def test_summary_keeps_journaled_records_on_disk(tmp_path: Path) -> None:
     assert [i.index for i in summary.items] == [0, 1, 2, 3]
     assert (summary.total, summary.passed, summary.failed) == (4, 3, 1)
     assert [i.index for i in summary.notable_items] == [3]
+
+
+def test_average_score_does_not_depend_on_completion_order() -> None:
+    # (0.1 + 0.2) + 0.3 and 0.1 + (0.2 + 0.3) differ in the last bit as floats: a resumed
+    # run, whose kept records are added before the re-run ones, must report the same figure
+    from agenteval._results import SummaryBuilder
+
+    averages = set()
+    for order in ((0, 1, 2), (2, 1, 0), (1, 2, 0)):
+        builder = SummaryBuilder()
+        for index in order:
+            builder.add(_item(index, "passed", [_a(True, (0.1, 0.2, 0.3)[index])]))
+        averages.add(builder.finish(name="E", wall_time=1.0).score.average)
+    assert averages == {0.6 / 3}

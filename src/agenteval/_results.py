@@ -335,6 +335,23 @@ class EvaluatorSummary(BaseModel):
         )
 
 
+def _add_exactly(partials: list[float], x: float) -> None:
+    """Add ``x`` to the exact sum held as non-overlapping ``partials`` (Shewchuk's
+    algorithm, as ``math.fsum`` uses): the total is then the same whatever the order the
+    items completed in, so a resumed run reports what an uninterrupted one does."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo:
+            partials[i] = lo
+            i += 1
+        x = hi
+    partials[i:] = [x]
+
+
 class SummaryBuilder:
     """Accumulates an evaluator's figures one item at a time, in any order.
 
@@ -348,7 +365,7 @@ class SummaryBuilder:
         self._notable: list[ItemResult] = []
         self._counts = {"passed": 0, "failed": 0, "error": 0, "cancelled": 0}
         self._n_scores = 0
-        self._score_sum = 0.0
+        self._score_sum: list[float] = []  # exact partial sums: the same in any order
         self._score_min = math.inf
         self._score_max = -math.inf
         self._a_passed = 0
@@ -382,7 +399,7 @@ class SummaryBuilder:
         for a in item.assertions:
             score = a.score
             self._n_scores += 1
-            self._score_sum += score
+            _add_exactly(self._score_sum, score)
             if score < self._score_min:
                 self._score_min = score
             if score > self._score_max:
@@ -488,7 +505,7 @@ class SummaryBuilder:
                 success_rate=_rate(self._a_passed, n),
             ),
             score=ScoreStats(
-                average=self._score_sum / n if n else None,
+                average=math.fsum(self._score_sum) / n if n else None,
                 min=self._score_min if n else None,
                 max=self._score_max if n else None,
             ),
