@@ -355,6 +355,7 @@ class _Run:
         self.notices: list[str] = []  # for the report: what preparing them found
         self.home = os.getcwd()  # each set_up starts here; the run ends here
         self.summaries: list[EvaluatorSummary] = []
+        self.started = 0  # items handed to the executor (a resume's kept ones are not)
         self._next_output = 0
 
     # -- planning --------------------------------------------------------------------
@@ -520,6 +521,7 @@ class _Run:
                     state.builder.add(done, at=(offset, length))
                     self.drivers.call("item_finished", done)
                     continue
+            self.started += 1
             yield index, item_id, item
 
     def _same_input(self, recorded: Any, item: Any) -> bool:
@@ -1171,7 +1173,7 @@ def run_evaluations(
     redact = Redactor.from_environ()
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
     previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]] = {}
-    resumed = False
+    resumed = nothing_to_retry = False
     argv = list(argv) if argv is not None else list(sys.argv)
     jr: Journal | None = None
     if resume or retry_errors:
@@ -1217,11 +1219,7 @@ def run_evaluations(
                 f"{jr.manifest.get('run_id', run_dir.name)} began: the items it finished "
                 f"ran under the one before"
             )
-        if retry_errors and len(previous) == len(latest):
-            notices.append(
-                f"no item of run {jr.manifest.get('run_id', run_dir.name)} had errored, timed "
-                f"out or crashed: none was retried"
-            )
+        nothing_to_retry = bool(retry_errors) and len(previous) == len(latest)
         left_out = sorted(set(jr.manifest.get("evaluators") or {}) - {s.id for s in specs})
         if left_out:
             notices.append(
@@ -1279,6 +1277,11 @@ def run_evaluations(
                 if stop.requested or hard:
                     run.close_unfinished(hard=hard)
                 interrupted = stop.requested
+                if nothing_to_retry and not run.started:
+                    notices.append(
+                        f"no item of run {run_id} had errored, timed out or crashed: none was "
+                        f"retried"
+                    )
                 notices.extend([*run.notices, *chosen.notices])
                 if run.journal_error:
                     notices.append(run.journal_error)

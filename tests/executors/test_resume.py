@@ -400,6 +400,42 @@ def test_retry_errors_of_a_run_without_errors_says_none_was_retried(
     assert f"{notice}: none was retried" in again.stdout.splitlines(), again.stdout
 
 
+def test_retry_errors_after_set_up_failed_runs_the_items_and_says_nothing_of_none(
+    cli: Any,
+) -> None:
+    # the run recorded no item (set_up raised): the retry runs them all, so the notice that
+    # nothing was retried would be false
+    cli.write(
+        "setup.py",
+        """
+        import os
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class Flaky(BaseEvaluator):
+            def set_up(self):
+                if os.environ.get("BREAK") == "1":
+                    raise RuntimeError("setup failed")
+
+            def get_dataset(self):
+                return [{"id": "a"}, {"id": "b"}]
+
+            def run(self, item):
+                return "refund"
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("refund"), output)
+        """,
+    )
+    first = cli.run("setup.py", "--no-progress", env={"BREAK": "1"})
+    assert first.returncode == 2, first.stdout + first.stderr
+    (run_dir,) = cli.run_dirs()
+    retried = cli.run("setup.py", "--no-progress", "--retry-errors", run_dir.name)
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+    assert "none was retried" not in retried.stdout, retried.stdout
+    assert sorted(r["id"] for r in cli.records(run_dir)) == ["a", "b"]
+
+
 def test_force_without_resume_or_retry_is_a_usage_error(cli: Any) -> None:
     setup_project(cli, CASES)
     result = cli.run(*ARGS, "r.json", "--force")
