@@ -141,6 +141,13 @@ class Ran(BaseEvaluator):
             "--output-json: reports is a folder: give a file's path, e.g. reports/results.json",
         ),
         ("notes.txt/out.json", "is a file, not a folder"),
+        (  # the option took the evaluator's path as its value: it must not be overwritten
+            "evaluators/ran.py",
+            "--output-json: evaluators/ran.py exists and is not an agenteval report (an "
+            "evaluator, dataset or config file taken as the option's value?): give the report "
+            "a path of its own, or delete the file first",
+        ),
+        ("notes.txt", "notes.txt exists and is not an agenteval report"),
     ],
 )
 def test_cli_output_json_that_cannot_be_written_is_refused_before_the_run(
@@ -154,6 +161,19 @@ def test_cli_output_json_that_cannot_be_written_is_refused_before_the_run(
     assert problem in result.stderr and result.stderr.count("\n") == 1
     assert not (tmp_path / "ran").exists()  # refused before anything ran
     assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "evaluators/ran.py").read_text() == RECORDING_EVALUATOR.lstrip()
+
+
+def test_cli_output_json_replaces_an_earlier_report_or_an_empty_file(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write("evaluators/ran.py", RECORDING_EVALUATOR)
+    (tmp_path / "empty.json").touch()
+    for target in ("empty.json", "out.json", "out.json"):
+        result = cli("run", "--output-json", target)
+        assert result.code == 0, result
+    assert json.loads((tmp_path / "out.json").read_text())["schema_version"] == 1
+    assert json.loads((tmp_path / "empty.json").read_text())["schema_version"] == 1
 
 
 def test_cli_bad_dataset_exits_2_with_message(cli: Cli, write: Write) -> None:

@@ -164,3 +164,29 @@ def test_json_output_into_a_pipe_nobody_reads_fails_instead_of_blocking_for_good
     (failure,) = summary.driver_errors
     assert f"no process read the named pipe {str(fifo)!r} within 0.3 s" in failure
     assert summary.exit_code == 2
+
+
+def test_a_report_that_cannot_be_written_at_the_end_names_its_file_and_the_journal(
+    tmp_path: Path,
+) -> None:
+    # the folder was fine when the run began, and a file took its place meanwhile
+    from agenteval import RunSummary
+
+    driver = JsonOutput(tmp_path / "gone" / "r.json")
+    (tmp_path / "gone").write_text("a file now")
+    run = RunSummary(
+        id="run-1",
+        started_at="t",
+        duration_s=1,
+        agenteval_version="0",
+        evaluators=[],
+        run_dir=".agenteval/runs/run-1",
+    )
+    with pytest.raises(OSError) as info:
+        driver.finish_run(run)
+    assert str(info.value) == (
+        f"could not write {tmp_path / 'gone' / 'r.json'}: {tmp_path / 'gone'} is a file, not a "
+        f"folder: the results are in .agenteval/runs/run-1, and resuming run run-1 writes the "
+        f"report again"
+    )
+    assert list(tmp_path.iterdir()) == [tmp_path / "gone"]

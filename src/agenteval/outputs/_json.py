@@ -70,16 +70,26 @@ class JsonOutput(OutputDriver):
             stream.flush()
             return
         target = Path(os.path.realpath(self._target))
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "w", encoding="utf-8") as fh:
                 write_document(run, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, target)
+        except OSError as exc:  # (found before the run, but the disk or the folder changed)
+            kept = (
+                f": the results are in {run.run_dir}, and resuming run {run.id} writes "
+                f"the report again"
+                if run.run_dir
+                else ""
+            )
+            raise OSError(
+                f"could not write {self.path}: {_problem_of(exc, target)}{kept}"
+            ) from None
         finally:
-            if tmp.exists():
+            with contextlib.suppress(OSError):
                 tmp.unlink()
 
 
@@ -93,9 +103,13 @@ def unwritable(path: str | Path) -> str | None:
         return f"{path} is a folder: give a file's path, e.g. {Path(path) / 'results.json'}"
     if kind == "special":
         return None  # /dev/stdout, a pipe: written straight into
-    folder = Path(os.path.realpath(path)).parent
-    while not folder.exists():
-        folder = folder.parent
+    if kind == "file" and not _replaceable(path):
+        return (
+            f"{path} exists and is not an agenteval report (an evaluator, dataset or config "
+            f"file taken as the option's value?): give the report a path of its own, or "
+            f"delete the file first"
+        )
+    folder = _nearest(Path(os.path.realpath(path)).parent)
     if not folder.is_dir():
         return f"{path} cannot be written: {folder} is a file, not a folder"
     try:
@@ -104,6 +118,33 @@ def unwritable(path: str | Path) -> str | None:
     except OSError as exc:
         return f"{path} cannot be written: no new file can be made in {folder} ({exc.strerror})"
     return None
+
+
+def _replaceable(path: str | Path) -> bool:
+    """Whether the file at ``path`` may be replaced by a report: it is empty, or an earlier
+    report (never an evaluator, a dataset, a config someone's typo pointed at)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return True  # (unreadable: whether it can be written is found below)
+    return not head or head.startswith(b'{"schema_version"')
+
+
+def _problem_of(exc: OSError, target: Path) -> str:
+    """What stopped ``target`` being written, in words: a file where a folder must be, a
+    full disk, a permission."""
+    folder = _nearest(target.parent)
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    return exc.strerror or str(exc)
+
+
+def _nearest(folder: Path) -> Path:
+    """``folder``, or the nearest of its parents that exists."""
+    while not folder.exists():
+        folder = folder.parent
+    return folder
 
 
 def _kind(path: str | Path) -> str:
