@@ -710,6 +710,17 @@ DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
             "from agenteval.outputs import ConsoleOutput\noutput = [ConsoleOutput(verbose='no')]\n",
             "ConsoleOutput(verbose=...) must be True or False, got 'no'",
         ),
+        (  # a ':' for the '=': the annotation alone sets nothing
+            "--config",
+            DRIVERS + "output: [JsonOutput('r.json')]\n",
+            "conf.py: 'output' is annotated but never assigned (a ':' where '=' was meant?): "
+            "write output = ...\n",
+        ),
+        (
+            "--config",
+            "prices: {'m': {'input': 1}}\n",
+            "conf.py: 'prices' is annotated but never assigned",
+        ),
         (  # a run that would print nothing at all
             "--config",
             "output = []\n",

@@ -179,6 +179,13 @@ def _check_names(namespace: dict[str, Any], shown: str) -> None:
 
     from rapidfuzz.distance import OSA
 
+    annotated = namespace.get("__annotations__")
+    for name in _SETTINGS:  # ``output: [...]``, a colon for the '=': annotated, not set
+        if isinstance(annotated, Mapping) and name in annotated and name not in namespace:
+            raise ConfigError(
+                f"{shown}: {name!r} is annotated but never assigned (a ':' where '=' was "
+                f"meant?): write {name} = ..."
+            )
     for name, value in namespace.items():
         if name.startswith("_") or name in _SETTINGS or isinstance(value, types.ModuleType):
             continue
