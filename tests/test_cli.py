@@ -1087,6 +1087,17 @@ def test_make_evaluator_writes_a_passing_evaluator(cli: Cli, tmp_path: Path) -> 
     )
 
 
+def test_make_evaluator_hint_runs_when_pasted_into_a_shell(cli: Cli, tmp_path: Path) -> None:
+    import shlex
+
+    result = cli("make:evaluator", "Refund", "--dir", "my evals/it's")
+    assert result.code == 0, result
+    hint = result.lines[-1].removeprefix("Run it with: ")
+    assert shlex.split(hint) == ["agenteval", "run", "my evals/it's/refund.py"]
+    run = cli(*shlex.split(hint)[1:])
+    assert run.code == 0, run
+
+
 def test_make_evaluator_rejects_bad_names(cli: Cli) -> None:
     result = cli("make:evaluator", "123-bad")
     assert result.code == 2

@@ -333,7 +333,9 @@ def make_evaluator(
             f"a folder you can write to"
         ) from None
     typer.echo(f"Created {target} and {dataset}")
-    typer.echo(f"Run it with: agenteval run {target}")
+    import shlex
+
+    typer.echo(f"Run it with: agenteval run {shlex.quote(str(target))}")  # (to paste as is)
 
 
 @cache_app.command("clear")
