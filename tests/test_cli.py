@@ -1418,6 +1418,16 @@ def test_cli_an_option_given_another_option_as_its_value_is_refused(
     assert result.stderr == f"agenteval: error: {message} (see `agenteval run --help`)\n"
 
 
+def test_cli_an_empty_runs_dir_is_refused(cli: Cli, write: Write, tmp_path: Path) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "--runs-dir", "")
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "agenteval: error: --runs-dir got an empty path: give a folder, or leave it out\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evaluators"]
+
+
 @pytest.mark.parametrize(
     "args", [["--resume="], ["--resume", ""], ["--retry-errors", ""], ["--resume", " "]]
 )

@@ -174,9 +174,9 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Resume even if evaluator files or datasets changed.")
     ] = False,
-    runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", metavar="DIR", help="Where run journals are kept.")
-    ] = Path(".agenteval/runs"),
+    runs_dir: Annotated[  # (text: a Path would turn '' into '.')
+        str, typer.Option("--runs-dir", metavar="DIR", help="Where run journals are kept.")
+    ] = ".agenteval/runs",
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Do not read or write the judge/embedding cache.")
     ] = False,
@@ -204,6 +204,8 @@ def run(
     for option, value in (("--resume", resume), ("--retry-errors", retry_errors)):
         if value is not None and not value.strip():  # an empty CI variable, say
             raise _fail(f"{option} got an empty run id: give a run id, or leave it out")
+    if not runs_dir.strip():  # the journals would go straight into the working directory
+        raise _fail("--runs-dir got an empty path: give a folder, or leave it out")
     if executor not in ("auto", "inline", "fork", "async"):
         raise _fail(f"--executor must be one of auto, inline, fork, async; got {executor!r}")
     if isolation not in ("item", "worker"):
@@ -228,7 +230,7 @@ def run(
             resume=(True if resume == _LATEST else resume),
             retry_errors=retry_errors,
             force=force,
-            runs_dir=runs_dir,
+            runs_dir=Path(runs_dir),
             cache=not no_cache,
             extra_outputs=extra,
             notices=notices,
