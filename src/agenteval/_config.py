@@ -180,8 +180,9 @@ def _check_names(namespace: dict[str, Any], shown: str) -> None:
     from rapidfuzz.distance import OSA
 
     annotated = namespace.get("__annotations__")
+    annotated = annotated if isinstance(annotated, Mapping) else {}
     for name in _SETTINGS:  # ``output: [...]``, a colon for the '=': annotated, not set
-        if isinstance(annotated, Mapping) and name in annotated and name not in namespace:
+        if name in annotated and name not in namespace:
             raise ConfigError(
                 f"{shown}: {name!r} is annotated but never assigned (a ':' where '=' was "
                 f"meant?): write {name} = ..."

@@ -510,8 +510,10 @@ class TotalTokensAtMost(Assertion):
         usage = trajectory.usage()
         cached = usage.cache_read_tokens + usage.cache_write_tokens
         used = usage.total + cached
-        unmeasured = trajectory.steps_without_usage()
-        if used <= self.n and unmeasured:
+        if used <= self.n:
+            unmeasured = trajectory.steps_without_usage()
+            if not unmeasured:
+                return AssertionResult.pass_()
             steps = trajectory.step_count()
             which = (
                 f"its {steps} assistant message(s)"
@@ -523,8 +525,6 @@ class TotalTokensAtMost(Assertion):
                 f"{which}: record usage on the agent's messages "
                 f"(Message.usage, or a 'usage' key in converted histories)"
             )
-        if used <= self.n:
-            return AssertionResult.pass_()
         detail = f"input {usage.input_tokens}, output {usage.output_tokens}"
         if cached:
             detail += f", cached input {cached}"
