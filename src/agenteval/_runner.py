@@ -338,6 +338,7 @@ class _Run:
         redact: Redactor,
         stop: StopState,
         forks: bool = False,
+        unreached: dict[tuple[str, str, int], tuple[ItemResult, int, int]] | None = None,
     ) -> None:
         store = journal.records_path if journal is not None else None
         self.states = [
@@ -349,6 +350,9 @@ class _Run:
         self.journal = journal
         self.journal_error: str | None = None  # why the journal stopped being written
         self.previous = previous
+        # every record of the run resumed, until its item is reached: an interrupt keeps
+        # the rest in the report, as the run holds them
+        self.unreached = unreached or {}
         self.redact = redact
         self.stop = stop
         self.forks = forks  # items run in forked children: prepare what they would each do
@@ -465,6 +469,7 @@ class _Run:
             following = next(runnable, None)
             index, item_id, item = ahead
             state.pending += 1
+            self.unreached.pop((state.spec.id, _journaled(item_id), 0), None)
             yield (
                 instance,
                 ItemTask(
@@ -504,8 +509,10 @@ class _Run:
             except DatasetError as exc:
                 self._fail(state, "get_dataset", exc)
                 return
-            kept = previous.get((spec_id, _journaled(item_id), 0)) if previous else None
+            key = (spec_id, _journaled(item_id), 0)
+            kept = previous.get(key) if previous else None
             if kept is not None:
+                self.unreached.pop(key, None)
                 done, offset, length = kept
                 if not self._same_input(done.input, item):
                     # the item is not the one that ran: run it, as a fresh run would
@@ -629,6 +636,11 @@ class _Run:
                 continue
             state.finalised = True
             state.complete = state.all_pulled and state.pending == 0
+            if not state.all_pulled:
+                for key in [k for k in self.unreached if k[0] == state.spec.id]:
+                    done, offset, length = self.unreached.pop(key)
+                    state.builder.add(done, at=(offset, length))
+                    self.drivers.call("item_finished", done)
             if state.ready and state.instance is not None and not hard:
                 try:
                     with _working_in(state.cwd):
@@ -1173,6 +1185,7 @@ def run_evaluations(
     redact = Redactor.from_environ()
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
     previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]] = {}
+    unreached = previous
     resumed = nothing_to_retry = False
     argv = list(argv) if argv is not None else list(sys.argv)
     jr: Journal | None = None
@@ -1212,6 +1225,8 @@ def run_evaluations(
             jr.close()
             raise
         previous = {k: v for k, v in latest.items() if v[0].status not in redo}
+        # (forced, the records may be of rows the dataset no longer has)
+        unreached = {} if force else latest
         then = jr.manifest.get("config")
         if isinstance(then, dict) and then.get("sha256") != cfg.sha256:
             notices.append(
@@ -1237,7 +1252,9 @@ def run_evaluations(
     t0 = time.perf_counter()
     stop = StopState(grace=grace)
     driver_set = _Drivers(drivers, redact)
-    run = _Run(specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork")
+    run = _Run(
+        specs, driver_set, options, jr, previous, redact, stop, chosen.name == "fork", unreached
+    )
     # os._exit in a driver hook (or anything else of the parent's) is that code's failure,
     # not the end of the run: under fork too, where items are no longer in this process
     with guarding_exit(advice=_IN_THE_PARENT):

@@ -837,3 +837,67 @@ def test_resume_refuses_when_a_module_the_evaluators_import_changed(cli: Any) ->
         f"notice: the config (evaluation.py) changed since run {run_dir.name} began: the "
         f"items it finished ran under the one before"
     ) in later.stdout.splitlines()
+
+
+HANGS_ON_THREE = """
+import time
+from pathlib import Path
+from agenteval import BaseEvaluator
+
+
+class Ten(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": str(n)} for n in range(10)]
+
+    def run(self, item):
+        if not Path("fixed").exists():
+            raise ValueError("broken")
+        if item["id"] in ("3", "5") and Path("hang").exists():
+            Path(f"reached-{item['id']}").touch()
+            time.sleep(30)
+        return "ok"
+
+    def evaluate(self, output, item):
+        assert output == "ok"
+"""
+
+
+def _interrupt_at_three(cli: Any, *args: str) -> Any:
+    (cli.root / "reached-3").unlink(missing_ok=True)
+    started = time.monotonic()
+    proc = cli.start("ten.py", "--no-progress", "--grace", "0", *args)
+    assert cli.wait_until(lambda: (cli.root / "reached-3").exists(), 20)
+    os.kill(proc.pid, signal.SIGINT)
+    got = cli.finish(proc, started)
+    assert got.returncode == 130, got.stdout + got.stderr
+    return got
+
+
+@pytest.mark.parametrize("how", ["--resume", "--retry-errors"])
+def test_an_interrupted_resume_or_retry_reports_the_records_it_did_not_reach(
+    cli: Any, how: str
+) -> None:
+    # what the run holds of items the interrupt kept it from reaching is still its result
+    # (the resume reaches 4, the item after the next one to run, but not 6 to 9)
+    cli.write("ten.py", HANGS_ON_THREE)
+    if how == "--resume":  # 3 and 5 cancelled, the rest passed
+        (cli.root / "fixed").touch()
+        (cli.root / "hang").touch()
+        proc = cli.start("ten.py", "--no-progress", "--grace", "0", "-c", "3")
+        assert cli.wait_until(lambda: len(cli.records()) == 8 if cli.run_dirs() else False, 20)
+        os.kill(proc.pid, signal.SIGINT)
+        assert cli.finish(proc, time.monotonic()).returncode == 130
+        expected = {str(n): "passed" for n in range(10)} | {"3": "cancelled", "5": "cancelled"}
+    else:  # every item errored
+        assert cli.run("ten.py", "--no-progress").returncode == 2
+        (cli.root / "fixed").touch()
+        (cli.root / "hang").touch()
+        expected = {str(n): "passed" if n < 3 else "error" for n in range(10)} | {"3": "cancelled"}
+    (run_dir,) = cli.run_dirs()
+    _interrupt_at_three(cli, "--output-json", "again.json", how, run_dir.name)
+    assert cli.statuses(cli.json("again.json")) == expected
+    # and what is still to do is done by the next one
+    (cli.root / "hang").unlink()
+    final = cli.run("ten.py", "--no-progress", "--output-json", "final.json", how, run_dir.name)
+    assert final.returncode == 0, final.stdout + final.stderr
+    assert set(cli.statuses(cli.json("final.json")).values()) == {"passed"}
