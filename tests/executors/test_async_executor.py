@@ -488,6 +488,79 @@ def held_up(cli: Any) -> dict[str, Any]:
     return run_async(cli, "held_up.py", HELD_UP_EVALUATOR, "-c", "3", "--timeout", "2")
 
 
+STARTS_PROCESSES_EVALUATOR = """
+import asyncio
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from agenteval import BaseEvaluator
+
+PIDS = Path("pids")
+LEFT = []
+
+
+def started(name, pid):
+    PIDS.mkdir(exist_ok=True)
+    (PIDS / name).write_text(str(pid))
+
+
+def gone(name):
+    try:
+        return psutil.Process(int((PIDS / name).read_text())).status() == psutil.STATUS_ZOMBIE
+    except (FileNotFoundError, ValueError):
+        return False
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def start_later():
+    await asyncio.sleep(0.2)
+    started("after-its-item", subprocess.Popen(["sleep", "120"]).pid)
+    await asyncio.sleep(120)
+
+
+class Starts(BaseEvaluator):
+    def get_dataset(self):
+        kinds = ("waits-on-it", "in-a-thread", "leaves-it", "grandchild", "leaves-a-task")
+        return [{"id": kind} for kind in kinds] + [{"id": "watches"}]
+
+    async def run(self, item):
+        kind = item["id"]
+        if kind == "waits-on-it":
+            proc = await asyncio.create_subprocess_exec("sleep", "120")
+            started(kind, proc.pid)
+            await proc.wait()
+        elif kind == "in-a-thread":
+            def wait():
+                proc = subprocess.Popen(["sleep", "120"])
+                started(kind, proc.pid)
+                proc.wait()
+            await asyncio.to_thread(wait)
+        elif kind == "leaves-it":
+            started(kind, subprocess.Popen(["sleep", "120"]).pid)
+        elif kind == "grandchild":
+            # the shell exits at once; the sleep it left in the background is its group's
+            shell = "sleep 120 >/dev/null 2>&1 & echo $!"
+            out = subprocess.run(["sh", "-c", shell], capture_output=True, text=True)
+            started(kind, int(out.stdout))
+        elif kind == "leaves-a-task":
+            LEFT.append(asyncio.get_running_loop().create_task(start_later()))
+        elif kind == "watches":  # what the items that ended left is gone while the run goes on
+            for _ in range(150):
+                if gone("leaves-it") and gone("grandchild"):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                return "still running"
+        return "done"
+
+    def evaluate(self, output, item):
+        assert output == "done"
+"""
+
+
 LEAVES_EVALUATOR = """
 import asyncio
 import threading
@@ -587,6 +660,10 @@ def bursts(cli: Any) -> dict[str, Any]:
 
 def leaves(cli: Any) -> dict[str, Any]:
     return run_async(cli, "leaves.py", LEAVES_EVALUATOR, "-c", "2")
+
+
+def starts_processes(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "starts.py", STARTS_PROCESSES_EVALUATOR, "-c", "6", "--timeout", "2")
 
 
 def run_async(cli: Any, name: str, source: str, *args: str) -> dict[str, Any]:
@@ -700,6 +777,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "busy": (busy,),
         "held-up": (held_up,),
         "leaves": (leaves,),
+        "starts-processes": (starts_processes,),
         "pollers": (pollers,),
         "bursts": (bursts,),
         "swallows": (swallows,),
@@ -819,6 +897,32 @@ def test_async_what_items_leave_behind_neither_dies_unseen_nor_holds_the_end(
         "notice: the event loop was still busy 5 s after the last item (blocking code in a "
         "task an item left running): the run ended without it"
     ) in result.stdout
+
+
+def test_async_the_processes_an_item_starts_end_with_it(async_runs: dict[str, Any]) -> None:
+    # they outlived the run, and held its piped stdout open: `agenteval run ... | cat`
+    # waited for them
+    got = async_runs["starts-processes"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert got["elapsed"] < 30
+    assert cli.statuses(cli.json("report.json")) == {
+        "waits-on-it": "timeout",
+        "in-a-thread": "timeout",
+        "leaves-it": "passed",
+        "grandchild": "passed",
+        "leaves-a-task": "passed",
+        "watches": "passed",
+    }
+    pids = cli.pids_in(cli.root / "pids")
+    assert sorted(pids) == [
+        "after-its-item",
+        "grandchild",
+        "in-a-thread",
+        "leaves-it",
+        "waits-on-it",
+    ]
+    assert cli.wait_until(lambda: not any(cli.alive(pid) for pid in pids.values()), 5)
 
 
 def test_async_executor_refuses_sync_evaluators(async_runs: dict[str, Any]) -> None:

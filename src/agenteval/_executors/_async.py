@@ -56,6 +56,7 @@ from .._item import (
 )
 from .._results import ErrorInfo, ItemResult, ItemUsage, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
+from ._children import Children
 from ._daemon_pool import DaemonPool
 from ._stalls import BEAT, ITEM, Stalls, time_loop
 from ._timers import PromptSelector
@@ -116,7 +117,11 @@ class AsyncExecutor(Executor):
 
     def run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
         """Run the tasks on a fresh event loop in its own thread; supervise from this one."""
-        with guarding_exit((threading.current_thread().name, _LOOP_THREAD)):
+        self._children = Children()
+        with (
+            guarding_exit((threading.current_thread().name, _LOOP_THREAD)),
+            self._children.tracking(),
+        ):
             self._run(tasks, on_result, stop)
 
     def _run(self, tasks: TaskSource, on_result: OnResult, stop: StopState) -> None:
@@ -168,7 +173,9 @@ class AsyncExecutor(Executor):
 
     def _new_items(self) -> _ItemLoop:
         options = self.options
-        return _ItemLoop(options.concurrency, options.timeout, options.max_output_bytes)
+        return _ItemLoop(
+            options.concurrency, options.timeout, options.max_output_bytes, self._children
+        )
 
     def _supervise(
         self,
@@ -301,7 +308,13 @@ class _ItemLoop:
     attribute belongs to the loop's thread.
     """
 
-    def __init__(self, workers: int, timeout: float | None, max_output_bytes: int | None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        timeout: float | None,
+        max_output_bytes: int | None,
+        children: Children,
+    ) -> None:
         self.workers = workers
         self.timeout = timeout
         self.max_output_bytes = max_output_bytes
@@ -323,6 +336,7 @@ class _ItemLoop:
         self._abandoned: set[asyncio.Task[None]] = set()  # workers left to a stubborn item
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
+        self._children = children  # the processes the items start
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._main, name=_LOOP_THREAD, daemon=True)
         self._thread.start()
@@ -523,6 +537,7 @@ class _ItemLoop:
             item, self._timeout(how), time.perf_counter() - self.started[key], "timeout"
         )
         self.done.put((key, self.with_output(record, key)))
+        self._children.end(key)
         # it still runs, and is still this item's (its hold-ups of the loop, its state):
         # the worker tidies up after it, should it ever end
         self._abandoned.add(worker)
@@ -624,6 +639,7 @@ class _ItemLoop:
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
         finally:
+            self._children.end(key)
             self._returned.pop(key, None)
             self._spent.pop(key, None)
             with contextlib.suppress(ValueError):  # closed by the garbage collector elsewhere
