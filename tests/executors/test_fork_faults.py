@@ -444,13 +444,20 @@ from agenteval import BaseEvaluator
 from agenteval.assertions import StringContains
 
 
+KEPT = []
+
+
 class ClosesFds(BaseEvaluator):
     def get_dataset(self):
-        return [{"id": name} for name in ("before", "closes", "after")]
+        return [{"id": name} for name in ("before", "closes", "reopens", "after")]
 
     def run(self, item):
-        if item["id"] == "closes":
+        if item["id"] in ("closes", "reopens"):
             os.closerange(3, 4096)  # takes agenteval's pipe to the parent with it
+        if item["id"] == "reopens":  # and a file of its own gets agenteval's numbers
+            KEPT.extend(open("kept", "a") for _ in range(64))
+            KEPT[0].write("mine\\n")
+            KEPT[0].flush()
         return "ok"
 
     def evaluate(self, output, item):
@@ -467,10 +474,14 @@ def test_a_child_whose_harness_fails_says_so_in_its_record(cli: Any) -> None:
     assert {name: i["status"] for name, i in items.items()} == {
         "before": "passed",
         "closes": "crashed",
+        "reopens": "crashed",
         "after": "passed",
     }
-    closes = items["closes"]
-    assert "code 71" in closes["error"]["message"]
-    assert "agenteval's own part of it failed" in closes["error"]["message"]
-    assert "failed outside the item's code" in closes["stderr"]
-    assert "Bad file descriptor" in closes["stderr"]
+    for name, cause in (("closes", "Bad file descriptor"), ("reopens", "reused")):
+        item = items[name]
+        assert "code 71" in item["error"]["message"]
+        assert "agenteval's own part of it failed" in item["error"]["message"]
+        assert "failed outside the item's code" in item["stderr"]
+        assert cause in item["stderr"]
+    # agenteval neither wrote into the file that took its descriptors' numbers nor emptied it
+    assert (cli.root / "kept").read_text() == "mine\n"

@@ -259,10 +259,29 @@ def _capture_file() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix="agenteval-capture-")
 
 
+_GIVEN: dict[int, tuple[int, int]] = {}
+"""In a child: each descriptor agenteval gave it (its pipes, its capture files), by number,
+as (device, inode)."""
+
+
+def _given(fd: int) -> os.stat_result:
+    """``fd``'s status, once it is sure to be the file agenteval gave the child and not one
+    of the item's own, which took its number after the item closed it (``os.closerange``):
+    written to or emptied, that file would be lost to the item, and its record too."""
+    status = os.fstat(fd)
+    if _GIVEN.get(fd, (status.st_dev, status.st_ino)) != (status.st_dev, status.st_ino):
+        raise OSError(
+            errno.EBADF,
+            f"descriptor {fd} was agenteval's; the item closed it, and a file of its own "
+            f"reused the number",
+        )
+    return status
+
+
 def _read_capture(fd: int, *, clear: bool = False) -> str:
     """What was written to one capture file, capped at CAPTURE_LIMIT bytes; ``clear``
     empties it for the next item (the child's stdout shares its file offset)."""
-    size = os.fstat(fd).st_size
+    size = _given(fd).st_size
     if not size:
         return ""
     text = os.pread(fd, min(size, CAPTURE_LIMIT), 0).decode("utf-8", "replace")
@@ -310,6 +329,10 @@ def _child_main(
         _set_parent_death_signal()
         if os.getppid() != parent:
             os._exit(70)
+        for fd in (wfd, ctl, out.fileno(), err.fileno()):
+            if fd is not None:
+                status = os.fstat(fd)
+                _GIVEN[fd] = (status.st_dev, status.st_ino)
         if not sys.platform.startswith("linux"):
             _watch_parent(parent)
         _standard_fds(out, err)
@@ -327,7 +350,7 @@ def _child_main(
                 break  # no more items for this process
             evaluator, task = held[grant]
             _standard_fds(out, err)  # the item before may have put others in their place
-            os.write(wfd, _ACK + b"\n")
+            _write_line(wfd, _ACK, masked=False)
     except BaseException:
         import traceback
 
@@ -348,8 +371,9 @@ def _standard_fds(out: IO[bytes], err: IO[bytes]) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    os.dup2(out.fileno(), 1)
-    os.dup2(err.fileno(), 2)
+    for stream, standard in ((out, 1), (err, 2)):
+        _given(stream.fileno())
+        os.dup2(stream.fileno(), standard)
 
 
 def _fresh_streams() -> None:
@@ -385,6 +409,7 @@ def _fresh_streams() -> None:
 def _read_grant(ctl: int) -> int | None:
     """The number of the task granted next, or None: no more (``_END`` or a closed pipe)."""
     data = b""
+    _given(ctl)
     while len(data) < _GRANT.size:
         chunk = os.read(ctl, _GRANT.size - len(data))
         if not chunk:
@@ -471,6 +496,7 @@ def _write_line(wfd: int, payload: bytes, *, masked: bool = True) -> None:
     if masked and handed:  # secrets handed to agenteval in code, even in this child alone
         payload = handed.json(payload.decode()).encode()
     view = memoryview(payload + b"\n")
+    _given(wfd)
     while view:
         written = os.write(wfd, view)
         view = view[written:]
