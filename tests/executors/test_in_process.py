@@ -4,6 +4,7 @@ the items after it start where the run did; ``os._exit`` is the item's crash."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -102,3 +103,39 @@ def test_an_item_calling_os_exit_is_crashed_and_the_run_reaches_its_verdict(
         "os._exit(3) was called, which would have ended the whole run"
     )
     assert errors["exits-3"]["line"] == 22  # the os._exit call
+
+
+FORKS_BACK_EVALUATOR = """
+import os
+import time
+
+from agenteval import BaseEvaluator
+
+
+class ForksBack(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": name} for name in ("before", "forks", "after")]
+
+    def run(self, item):
+        with open("ran.log", "a") as log:
+            log.write(item["id"] + "\\n")
+        if item["id"] == "forks" and os.fork() == 0:
+            time.sleep(0.2)  # forked without exec: returns into agenteval's code
+            return "from the forked copy"
+        return "ok"
+
+    def evaluate(self, output, item):
+        assert output == "ok"
+"""
+
+
+def test_an_item_that_forks_without_exec_runs_the_rest_of_the_run_once(cli: Any) -> None:
+    # the copy went on to the next items and wrote the reports a second time
+    result = run_in(cli, "inline", "forks.py", FORKS_BACK_EVALUATOR)
+    assert result.returncode == 0, result.stdout + result.stderr
+    time.sleep(0.5)  # the copy's time to do what it would
+    assert (cli.root / "ran.log").read_text().split() == ["before", "forks", "after"]
+    assert cli.statuses(cli.json("report.json")) == dict.fromkeys(
+        ["before", "forks", "after"], "passed"
+    )
+    assert len(cli.records()) == 3

@@ -428,7 +428,6 @@ def _run_one(
     max_output_bytes: int | None,
 ) -> None:
     """Run one item in the child and send its record, with what it printed, as a line."""
-    me = os.getpid()
     try:
         record = execute_item(
             evaluator,
@@ -439,8 +438,6 @@ def _run_one(
         )
     except BaseException as exc:  # HardStop cannot reach a child; be total anyway
         record = fault_record(task, error_info("run", exc), 0.0)
-    if os.getpid() != me:  # a process the item forked without exec came back here
-        os._exit(0)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
