@@ -281,7 +281,7 @@ def _given(fd: int) -> os.stat_result:
 def _read_capture(fd: int, *, clear: bool = False) -> str:
     """What was written to one capture file, capped at CAPTURE_LIMIT bytes; ``clear``
     empties it for the next item (the child's stdout shares its file offset)."""
-    size = _given(fd).st_size
+    size = os.fstat(fd).st_size
     if not size:
         return ""
     text = os.pread(fd, min(size, CAPTURE_LIMIT), 0).decode("utf-8", "replace")
@@ -329,6 +329,7 @@ def _child_main(
         _set_parent_death_signal()
         if os.getppid() != parent:
             os._exit(70)
+        _GIVEN.clear()  # (a run nested in an item of another: its child's are not these)
         for fd in (wfd, ctl, out.fileno(), err.fileno()):
             if fd is not None:
                 status = os.fstat(fd)
@@ -441,6 +442,8 @@ def _run_one(
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
+    _given(out.fileno())
+    _given(err.fileno())
     stdout, stderr = (
         _read_capture(out.fileno(), clear=True),
         _read_capture(err.fileno(), clear=True),
