@@ -93,6 +93,36 @@ class Interruptible(BaseEvaluator):
         assert output == "done"
 """
 
+STUBBORN_EVALUATOR = """
+import asyncio
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class Stubborn(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "swallows"}, {"id": "swallows-too"}, {"id": "blocks-in-finally"}]
+
+    async def run(self, item):
+        Path("started").mkdir(exist_ok=True)
+        Path("started", item["id"]).touch()
+        if item["id"] == "blocks-in-finally":
+            try:
+                await asyncio.sleep(30)
+            finally:
+                time.sleep(4)
+        while True:  # catches every cancellation
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                pass
+
+    def evaluate(self, output, item):
+        pass
+"""
+
 SYNC_EVALUATOR = """
 from agenteval import BaseEvaluator
 
@@ -709,6 +739,18 @@ def interrupted(cli: Any, sleep: float, *args: str) -> dict[str, Any]:
     return {"cli": cli, "result": result, "started": sorted(p.name for p in folder.iterdir())}
 
 
+def stubborn(cli: Any) -> dict[str, Any]:
+    cli.write("stubborn.py", STUBBORN_EVALUATOR)
+    started = time.monotonic()
+    proc = cli.start(
+        "stubborn.py", "--executor", "async", "-c", "3", "--no-progress", "--grace", "0.5"
+    )
+    folder = cli.root / "started"
+    assert cli.wait_until(lambda: folder.exists() and len(list(folder.iterdir())) == 3, 20)
+    os.kill(proc.pid, signal.SIGINT)
+    return {"cli": cli, "result": cli.finish(proc, started)}
+
+
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
@@ -765,6 +807,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "faulty": (faulty,),
         "interrupted": (interrupted, 1.0),
         "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
+        "stubborn": (stubborn,),
         "sync": (sync,),
         "cancels": (cancels,),
         "cancels-with-timeout": (cancels, "--timeout", "10"),
@@ -859,6 +902,28 @@ def test_async_grace_expiry_cancels_in_flight_items(async_runs: dict[str, Any]) 
     (first,) = [i for i in cli.items_of(cli.json("report.json")) if i["id"] == "item-0"]
     assert (first["output"], first["error"]["stage"]) == ("done", "evaluate")
     assert first["duration_s"] > 0.5  # (it was the grace period, whatever the item ran)
+
+
+def test_async_grace_expiry_with_items_that_catch_their_cancellation(
+    async_runs: dict[str, Any],
+) -> None:
+    got = async_runs["stubborn"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert result.elapsed < 10
+    assert {r["id"]: r["status"] for r in cli.records()} == {
+        "swallows": "cancelled",
+        "swallows-too": "cancelled",
+        "blocks-in-finally": "cancelled",
+    }
+    # items that catch every cancellation are dropped quietly; the one that blocks the loop
+    # is named for the time the run really waited (was: always 5 s, a thread's traceback
+    # and "Task was destroyed but it is pending")
+    assert result.stderr == "", result.stderr
+    assert (
+        "notice: the event loop was still busy 1 s after the last item (blocking code in a "
+        "task an item left running): the run ended without it"
+    ) in result.stdout
 
 
 def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(

@@ -49,6 +49,7 @@ from .._item import (
     ItemTask,
     aexecute_item,
     closed_with_loop,
+    end_forked_copy,
     error_info,
     fault_record,
     guarding_exit,
@@ -88,6 +89,10 @@ _CLOSE_LIMIT = _SHUTDOWN_WAIT + 3.0
 """Seconds the end of a run waits for the loop to close: a task left blocking it (code that
 never awaits) must not hold the run's end for good."""
 
+_CLOSE_MARGIN = 0.25
+"""Seconds of a shorter wait for the loop to close (an interrupted run's) kept for what
+comes after the tasks' end: closing async generators, the threads of ``to_thread``."""
+
 _GIVE_UP = 2.0
 """Seconds past its timeout an item may hold the loop before the loop is given up, as a
 child that ignores SIGTERM gets SIGKILL."""
@@ -108,6 +113,27 @@ class _Abandoned(BaseException):
 
 _LOOP_THREAD = "agenteval-async"
 """The thread the event loop (and so every item) runs in."""
+
+
+_ITEM_LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+"""The items' loops that run now, by the thread that runs each."""
+
+
+def _forked_from_an_item() -> None:
+    """In a copy of the process that an item forked without exec (``os.fork()`` in its
+    loop's thread): the copy ends as soon as the item's code gives the loop back, before
+    the loop could run other items' code a second time (their model calls, their files).
+    One that returns without awaiting ends at the item's end (``aexecute_item``)."""
+    loop = _ITEM_LOOPS.get(threading.get_ident())
+    _ITEM_LOOPS.clear()
+    ready = getattr(loop, "_ready", None)  # (asyncio's own loops; not uvloop's)
+    if loop is not None and isinstance(ready, collections.deque):
+        ready.clear()
+        ready.appendleft(asyncio.Handle(end_forked_copy, (), loop))
+
+
+if hasattr(os, "register_at_fork"):  # (once: hooks cannot be taken back)
+    os.register_at_fork(after_in_child=_forked_from_an_item)
 
 
 class AsyncExecutor(Executor):
@@ -146,11 +172,12 @@ class AsyncExecutor(Executor):
             running.clear()
             raise
         finally:
-            self._items.close(_CLOSE_LIMIT if wait is None else wait)
+            limit = _CLOSE_LIMIT if wait is None else wait
+            self._items.close(limit)
             if self._items.closing_held():
                 # blocking code in a task an item left (a time.sleep in its finally, say)
                 self.notices.append(
-                    f"the event loop was still busy {_CLOSE_LIMIT:g} s after the last item "
+                    f"the event loop was still busy {limit:g} s after the last item "
                     f"(blocking code in a task an item left running): the run ended without it"
                 )
                 self._items.abandon()
@@ -327,6 +354,7 @@ class _ItemLoop:
         self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
         self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
+        self._shutdown_wait = _SHUTDOWN_WAIT  # (close() shortens it to fit its own wait)
         # --timeout: the items' timers, and who held the loop up
         self._timers: dict[int, asyncio.Handle] = {}
         self._timed_out: dict[int, int] = {}  # item key -> cancellations sent
@@ -370,7 +398,12 @@ class _ItemLoop:
         return self._thread.is_alive()
 
     def close(self, wait: float | None) -> None:
-        """Stop the loop, cancelling what still runs, and wait up to ``wait`` s (None: all)."""
+        """Stop the loop, cancelling what still runs, and wait up to ``wait`` s (None: all).
+
+        Tasks that catch their cancellation get the part of ``wait`` that leaves time for
+        the rest of the loop's closing, so that only code blocking the loop outlasts it."""
+        if wait is not None:
+            self._shutdown_wait = max(0.0, min(_SHUTDOWN_WAIT, wait - _CLOSE_MARGIN))
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self._close)
         self._thread.join(wait)
@@ -403,6 +436,7 @@ class _ItemLoop:
         # start inherit that, and the exit would kill them unnamed instead of waiting for
         # them as it does for a sequential item's: they are started as no daemons
         _daemonic(threading.current_thread(), False)
+        _ITEM_LOOPS[threading.get_ident()] = self.loop
         asyncio.set_event_loop(self.loop)
         # asyncio.to_thread and run_in_executor(None, ...): a call still running when its
         # item timed out must not hold the run's end, nor the process's exit
@@ -418,9 +452,11 @@ class _ItemLoop:
                 with contextlib.suppress(SystemExit, KeyboardInterrupt):
                     self.loop.run_forever()
             self._shutdown()
-        except _Abandoned:
-            pass  # given up: nobody reads what it would do
+        except _Abandoned:  # given up: nobody reads what it would do
+            for task in asyncio.all_tasks(self.loop):  # closed with the loop, quietly
+                task._log_destroy_pending = False  # type: ignore[attr-defined]
         finally:
+            _ITEM_LOOPS.pop(threading.get_ident(), None)
             _daemonic(threading.current_thread(), True)
             asyncio.set_event_loop(None)
             self.loop.close()
@@ -434,7 +470,7 @@ class _ItemLoop:
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             if pending:
                 _, left = self.loop.run_until_complete(
-                    asyncio.wait(pending, timeout=_SHUTDOWN_WAIT)
+                    asyncio.wait(pending, timeout=self._shutdown_wait)
                 )
                 for t in left:  # it caught every cancellation: closed with the loop, quietly
                     t._log_destroy_pending = False  # type: ignore[attr-defined]
@@ -445,8 +481,9 @@ class _ItemLoop:
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
 
     def _close(self) -> None:
-        self._closing = True
-        self.loop.stop()
+        if not self._closing:  # (once closing, stopping the loop would cut the shutdown short)
+            self._closing = True
+            self.loop.stop()
 
     def _beat(self) -> None:
         assert self.stalls is not None
