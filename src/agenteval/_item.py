@@ -218,11 +218,11 @@ def execute_item(
     finally:
         exit_item(token)
         if os.getpid() != me:  # a process the item forked without exec came back here
-            _end_forked_copy()
+            end_forked_copy()
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 
-def _end_forked_copy() -> NoReturn:
+def end_forked_copy() -> NoReturn:
     """End a copy of the process that an item forked and that returned from the item's
     code: it would run the rest of the run a second time, and write its reports."""
     with contextlib.suppress(BaseException):
@@ -246,7 +246,7 @@ async def aexecute_item(
     if task.cwd:  # (items in flight at once share the process's: the last one's)
         return_to(task.cwd)
     task.recorded_input()  # before run can change it
-    started = time.perf_counter()
+    started, me = time.perf_counter(), os.getpid()
     ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
     try:
@@ -271,6 +271,8 @@ async def aexecute_item(
         outcome.exc = exc
     finally:
         exit_item(token)
+        if os.getpid() != me:  # (one that awaits first ends there: _async's at-fork hook)
+            end_forked_copy()
     return build_record(task, ctx, outcome, time.perf_counter() - started, max_output_bytes)
 
 

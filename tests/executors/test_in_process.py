@@ -42,10 +42,12 @@ class Chdir(BaseEvaluator):
 """
 
 
-def run_in(cli: Any, executor: str, name: str, source: str) -> Any:
+def run_in(cli: Any, executor: str, name: str, source: str, *args: str) -> Any:
     """Write the evaluator (``async def run`` for the async executor) and run it."""
     cli.write(name, source.replace("{prefix}", "async " if executor == "async" else ""))
-    return cli.run(name, "--executor", executor, "--no-progress", "--output-json", "report.json")
+    return cli.run(
+        name, "--executor", executor, "--no-progress", "--output-json", "report.json", *args
+    )
 
 
 @pytest.mark.parametrize("executor", ["inline", "async"])
@@ -139,3 +141,48 @@ def test_an_item_that_forks_without_exec_runs_the_rest_of_the_run_once(cli: Any)
         ["before", "forks", "after"], "passed"
     )
     assert len(cli.records()) == 3
+
+
+ASYNC_FORKS_BACK_EVALUATOR = """
+import asyncio
+import os
+
+from agenteval import BaseEvaluator
+
+
+def log(line):
+    with open("ran.log", "a") as f:
+        f.write(line + "\\n")
+
+
+class ForksBack(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": name} for name in ("before", "awaits", "returns", "after")]
+
+    async def run(self, item):
+        name = item["id"]
+        log("start " + name)
+        if name in ("awaits", "returns") and os.fork() == 0:  # without exec
+            if name == "awaits":
+                await asyncio.sleep(0.2)  # gives the loop back: the others' turn would come
+                log("the copy went on")
+            return "from the forked copy"
+        await asyncio.sleep(0.5)
+        log("end " + name)
+        return "ok"
+
+    def evaluate(self, output, item):
+        assert output == "ok"
+"""
+
+
+def test_an_async_item_that_forks_without_exec_runs_no_other_item_twice(cli: Any) -> None:
+    # the copy went on running the items in flight with it, and never ended
+    result = run_in(cli, "async", "forks.py", ASYNC_FORKS_BACK_EVALUATOR, "-c", "4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    time.sleep(1)  # the copies' time to do what they would
+    names = ("before", "awaits", "returns", "after")
+    assert sorted((cli.root / "ran.log").read_text().splitlines()) == sorted(
+        [f"start {n}" for n in names] + [f"end {n}" for n in names]
+    )
+    assert cli.statuses(cli.json("report.json")) == dict.fromkeys(names, "passed")
