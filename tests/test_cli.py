@@ -645,6 +645,12 @@ def test_cli_config_errors_exit_2(cli: Cli, write: Write, tmp_path: Path) -> Non
     assert result.stderr.strip() == (
         "agenteval: error: Config file 'evaluation.py':1 raised ValueError: bad setting"
     )
+    write("evaluation.py", "import os\nraise KeyboardInterrupt\n")  # no message: no ': '
+    result = cli("run")
+    assert (result.code, result.stderr.strip()) == (
+        2,
+        "agenteval: error: Config file 'evaluation.py':2 raised KeyboardInterrupt",
+    )
     write("evaluation.py", "output = ['console']\n")
     result = cli("run")
     assert result.stderr.strip() == (
@@ -1096,6 +1102,26 @@ def test_make_evaluator_hint_runs_when_pasted_into_a_shell(cli: Cli, tmp_path: P
     assert shlex.split(hint) == ["agenteval", "run", "my evals/it's/refund.py"]
     run = cli(*shlex.split(hint)[1:])
     assert run.code == 0, run
+
+
+def test_cache_clear_of_a_folder_that_does_not_exist_says_so(cli: Cli) -> None:
+    result = cli("cache", "clear", "--dir", "nowhere")
+    assert result.code == 2, result
+    assert result.stderr.strip() == (
+        "agenteval: error: No folder 'nowhere': check --dir (nothing was removed)"
+    )
+    default = cli("cache", "clear")  # no cache in the default folder yet: nothing to remove
+    assert (default.code, default.stdout.strip()) == (0, "Removed 0 cached responses")
+
+
+def test_make_evaluator_keeps_letters_of_any_script(cli: Cli, tmp_path: Path) -> None:
+    result = cli("make:evaluator", "ПроверкаОтвета")
+    assert result.code == 0, result
+    assert (tmp_path / "evaluators" / "проверка_ответа.py").exists()
+    assert (tmp_path / "evaluators" / "datasets" / "проверка_ответа.json").exists()
+    run = cli("run", "evaluators/")
+    assert run.code == 0, run
+    assert "PASSED  ПроверкаОтвета  evaluators/проверка_ответа.py" in run.lines
 
 
 def test_make_evaluator_rejects_bad_names(cli: Cli) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _interrupt
-from ._errors import ConfigError
+from ._errors import ConfigError, described
 from .outputs._base import OutputDriver
 
 DEFAULT_CONFIG = "evaluation.py"
@@ -67,7 +67,7 @@ def _run_file(path: Path, role: str, run_name: str) -> dict[str, Any]:
         if isinstance(exc, KeyboardInterrupt) and _interrupt.seen():
             raise  # Ctrl-C: the command is interrupted, the file did nothing wrong
         raise ConfigError(
-            f"{role} {str(path)!r}{_line_in(exc, path)} raised {type(exc).__name__}: {exc}"
+            f"{role} {str(path)!r}{_line_in(exc, path)} raised {described(exc)}"
         ) from None
 
 
@@ -113,7 +113,7 @@ def _driver(entry: Any, where: str) -> OutputDriver:
                 else ""
             )
             raise ConfigError(
-                f"{where}: {entry.__name__}() raised {type(exc).__name__}: {exc}{hint}"
+                f"{where}: {entry.__name__}() raised {described(exc)}{hint}"
             ) from None
     raise ConfigError(
         f"{where} is {entry!r} ({type(entry).__name__}): use an OutputDriver class or "

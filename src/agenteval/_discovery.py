@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _interrupt
-from ._errors import DiscoveryError
+from ._errors import DiscoveryError, described
 from ._evaluator import BaseEvaluator
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
@@ -164,7 +164,7 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
             raise  # Ctrl-C: the command is interrupted, the file did nothing wrong
         line = _line_in(exc, path)
         where = f"{shown}:{line}" if line else shown
-        raise DiscoveryError(f"Could not import {where}: {type(exc).__name__}: {exc}") from None
+        raise DiscoveryError(f"Could not import {where}: {described(exc)}") from None
     return module
 
 

@@ -108,3 +108,9 @@ class SkipEvaluator(Exception):
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def described(exc: BaseException) -> str:
+    """``ValueError: bad input``, or just ``KeyboardInterrupt`` when there is no message."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -38,6 +38,7 @@ from ._errors import (
     JournalError,
     SkipEvaluator,
     UsageError,
+    described,
 )
 from ._evaluator import BaseEvaluator, is_async, prepare_call_sites
 from ._executors._base import GRACE_TIMER, Executor, ExecutorOptions, Isolation, StopState
@@ -156,7 +157,7 @@ class _Drivers:
             if isinstance(exc, ProcessExit):
                 error += f"called os._exit({exc.status}): a driver must not end the process"
             else:
-                error += f"raised {type(exc).__name__}: {exc}"
+                error += f"raised {described(exc)}"
             self._errors[kind] = [self._redact(error) if self._redact else error, 1]
 
 

@@ -123,6 +123,7 @@ def outcomes(cli_factory: Any) -> dict[str, Any]:
     jobs["nan-timeout"] = (run_usage, "verdict.py", "--timeout", "nan")
     jobs["nan-grace"] = (run_usage, "verdict.py", "--grace", "nan")
     jobs["inf-grace"] = (run_usage, "verdict.py", "--grace", "inf")
+    jobs["nan-rate"] = (run_usage, "verdict.py", "--min-success-rate", "nan")
     jobs["duplicate-ids"] = (run_duplicate_ids,)
     jobs["driver-failure"] = (run_driver_failure,)
     with ThreadPoolExecutor(6) as pool:
@@ -151,6 +152,7 @@ def test_exit_code_2_for_unknown_executor(outcomes: dict[str, Any]) -> None:
         ("nan-timeout", "--timeout must be positive, got nan"),  # not: no timeout at all
         ("nan-grace", "--grace must be 0 or more seconds, got nan"),
         ("inf-grace", "--grace must be 0 or more seconds, got inf"),
+        ("nan-rate", "--min-success-rate must be between 0 and 1, got nan"),
     ],
 )
 def test_exit_code_2_for_a_number_that_is_not_one(

@@ -117,7 +117,7 @@ def run(
         typer.Option(
             "--timeout",
             metavar="SECONDS",
-            help="Seconds per item before it is killed (runs items in child processes).",
+            help="Seconds per item before it is stopped (in child processes, unless --executor async).",
         ),
     ] = None,
     grace: Annotated[
@@ -149,10 +149,8 @@ def run(
         float,
         typer.Option(
             "--min-success-rate",
-            metavar="RATE",
-            min=0.0,
-            max=1.0,
-            help="Exit 0 when every evaluator reaches this success rate.",
+            metavar="RATE",  # (checked by run_evaluations: click's range check lets nan in)
+            help="Exit 0 when every evaluator reaches this success rate (0 to 1).",
         ),
     ] = 1.0,
     resume: Annotated[
@@ -293,12 +291,22 @@ _DATASET = """[
 
 
 def snake_case(name: str) -> str:
-    """``App\\\\Evaluators\\\\RefundEvaluator`` or ``app.evaluators.RefundEvaluator`` → ``refund_evaluator``."""
+    """``App\\\\Evaluators\\\\RefundEvaluator`` or ``app.evaluators.RefundEvaluator`` → ``refund_evaluator``.
+
+    Letters of any script are kept (``Проверка`` → ``проверка``), as Python allows them in
+    module names."""
     import re
 
     last = re.split(r"[\\\\./:]+", name.strip())[-1]
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", last)
-    return re.sub(r"[^0-9a-zA-Z]+", "_", words).strip("_").lower()
+    out: list[str] = []
+    for i, ch in enumerate(last):
+        before, after = last[i - 1 : i], last[i + 1 : i + 2]
+        if ch.isupper() and (
+            before.islower() or before.isdigit() or (before.isupper() and after.islower())
+        ):
+            out.append("_")  # RefundEvaluator → Refund_Evaluator, HTTPCheck → HTTP_Check
+        out.append(ch)
+    return re.sub(r"[\W_]+", "_", "".join(out)).strip("_").lower()
 
 
 @app.command("make:evaluator")
@@ -351,6 +359,8 @@ def cache_clear(
     from .._errors import AgentEvalError
     from ..llm._cache import clear_cache
 
+    if directory is not None and not directory.expanduser().exists():  # a typo, most likely
+        raise _fail(f"No folder {str(directory)!r}: check --dir (nothing was removed)")
     try:
         removed = clear_cache(directory)
     except AgentEvalError as exc:
