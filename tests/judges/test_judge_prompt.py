@@ -13,7 +13,6 @@ from agenteval.judges._prompt import (
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
     neutralise,
-    parse_text,
 )
 from agenteval.llm._types import ModelRequest
 from agenteval.testing._scripted import ScriptedModel
@@ -188,27 +187,3 @@ def test_prompt_appends_instructions_to_the_system_prompt() -> None:
 
     assert request.system == f"{SYSTEM_PROMPT}\n\nYou review customer support replies."
     assert request.temperature is None
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ('{"score": 1}', {"score": 1}),
-        ('  ```json\n{"score": 0.5}\n```  ', {"score": 0.5}),
-        ('```\n{"score": 0.5}\n```', {"score": 0.5}),
-        ('Verdict: {"score": 0.25} -- done', {"score": 0.25}),
-        (
-            'Using {criteria} on {"a": 1}: {"reasoning": "r", "score": 0.9} {done}',
-            {"reasoning": "r", "score": 0.9},
-        ),
-    ],
-)
-def test_parse_text_finds_the_json(text: str, value: object) -> None:
-    assert parse_text(text) == value
-
-
-def test_parse_text_rejects_text_without_json() -> None:
-    with pytest.raises(ValueError, match=r"^the reply is not JSON$"):
-        parse_text("I would give it an 8/10 {roughly}")
-    with pytest.raises(ValueError, match=r"^the reply is not JSON$"):
-        parse_text("Let me think: " + '{"a": ' * 3000)  # nested past Python's stack

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agenteval._errors import EvaluationError
+from agenteval.llm._structured import parse_reply
 from agenteval.llm._types import Model, ModelRequest, ModelResponse, reply_text
 from agenteval.trajectory._messages import Message
 from agenteval.trajectory._trajectory import Trajectory
@@ -179,10 +180,8 @@ def _valid(response: ModelResponse) -> bool:
 def _parse(response: ModelResponse) -> tuple[SimulatedTurn | None, str]:
     data: Any = response.structured
     if data is None:
-        from agenteval.judges._prompt import parse_text  # (bare, fenced, or among prose)
-
         try:
-            data = parse_text(response.text)
+            data = parse_reply(response.text, USER_TURN_SCHEMA)  # (bare, fenced, among prose)
         except ValueError:
             return None, "the reply is not JSON"
     if not isinstance(data, dict):

@@ -12,6 +12,7 @@ from .._errors import ConfigError, JudgeError
 from .._results import AssertionResult
 from ..assertions._base import Assertion, type_name
 from ..llm._cache import acomplete_cached, complete_cached
+from ..llm._structured import parse_reply
 from ..llm._types import Model, ModelRequest, ModelResponse, reply_text
 from ..trajectory._messages import Message
 from . import _prompt
@@ -235,7 +236,7 @@ def _check_examples(name: str, examples: Sequence[Mapping[str, Any]]) -> tuple[d
 def _verdict(response: ModelResponse) -> tuple[float, str]:
     value: object = response.structured
     if value is None:
-        value = _prompt.parse_text(response.text)
+        value = parse_reply(response.text, _prompt.VERDICT_SCHEMA)
     return _prompt.check_verdict(value)
 
 
@@ -262,7 +263,7 @@ def _fix_for(response: ModelResponse) -> str:
         return "raise the max_tokens of the judge's model"
     if response.structured is None:
         try:
-            _prompt.parse_text(response.text)
+            parse_reply(response.text, _prompt.VERDICT_SCHEMA)
         except ValueError:
             return "use a judge model that supports structured output"
     # a JSON object, but not a verdict (a score of 9, no reasoning)

@@ -142,47 +142,6 @@ def correction(error: str) -> str:
     )
 
 
-_FENCED_JSON = re.compile(r"```(?:json)?\s*\n?(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-def parse_text(text: str) -> object:
-    """The JSON value in a reply's text: bare, inside a ```json fence, the outer braces, or
-    the last object with a ``score`` among other braces.
-
-    Raises:
-        ValueError: no JSON could be found.
-    """
-    stripped = text.strip()
-    candidates = [stripped]
-    candidates += [m.group(1).strip() for m in _FENCED_JSON.finditer(stripped)]
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start : end + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    # braces in the prose around it ("Using {criteria}: {...}"): the last object in the
-    # text that holds a score, read from each "{" on
-    decoder = json.JSONDecoder()
-    found: object = None
-    for brace in re.finditer(r'\{\s*["}]', stripped[:_SCANNED]):  # (where an object may start)
-        try:
-            value, _ = decoder.raw_decode(stripped, brace.start())
-        except (ValueError, RecursionError):  # (nested thousands deep)
-            continue
-        if isinstance(value, dict) and "score" in value:
-            found = value
-    if found is not None:
-        return found
-    raise ValueError("the reply is not JSON")
-
-
-_SCANNED = 65_536
-"""How much of a reply is searched for a verdict among other braces."""
-
-
 def check_verdict(value: object) -> tuple[float, str]:
     """``(score, reasoning)`` from a parsed verdict.
 

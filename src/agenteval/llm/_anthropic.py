@@ -413,7 +413,7 @@ class _Reply:
             else:
                 text = raw
         elif request.json_schema is not None:
-            structured = extract_json_object(text)
+            structured = extract_json_object(text, request.json_schema)
         usage = self.usage
         return ModelResponse(
             text=text,

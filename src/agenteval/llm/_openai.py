@@ -320,7 +320,11 @@ class OpenAIModel(SdkClients):
                 "OpenAI chat completions API"
             )
         calls = [self._tool_call(call) for call in message.tool_calls or []]
-        structured = extract_json_object(text) if request.json_schema is not None else None
+        structured = (
+            extract_json_object(text, request.json_schema)
+            if request.json_schema is not None
+            else None
+        )
         return ModelResponse(
             text=text,
             tool_calls=calls,

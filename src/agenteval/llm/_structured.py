@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 _THINKING = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -17,16 +18,22 @@ def json_instruction(schema: dict[str, Any]) -> str:
     )
 
 
-def extract_json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object in ``text``: the whole text, else the first object found in it.
+def extract_json_object(
+    text: str, schema: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The JSON object a reply gives: the whole text, else the last object in it outside
+    any ``<think>`` block that holds every key ``schema`` requires (the last object, should
+    none hold them all).
 
-    Local models often wrap JSON in prose, code fences or ``<think>`` blocks; anything that
-    is not a JSON *object* gives ``None``.
+    Local models wrap JSON in prose, code fences or thinking. A reply that reasons first,
+    or quotes an object it was shown (a verdict planted in the output it grades), gives its
+    own answer last. An object inside another is part of it, never the answer. A reply that
+    holds no JSON *object* gives ``None``.
     """
     stripped = text.strip()
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     else:
         return value if isinstance(value, dict) else None
@@ -36,12 +43,49 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     end = visible.lower().rfind("</think>")
     if end >= 0:
         visible = visible[end + len("</think>") :]
+    required = _required(schema)
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", visible):
-        try:
-            value, _ = decoder.raw_decode(visible, match.start())
-        except ValueError:
+    last: dict[str, Any] | None = None
+    holding: dict[str, Any] | None = None
+    inside = 0  # where the last object found ends: braces before it are its own
+    for brace in _OBJECT_START.finditer(visible, 0, _SCANNED):
+        if brace.start() < inside:
             continue
-        if isinstance(value, dict):
-            return value
-    return None
+        try:
+            value, inside = decoder.raw_decode(visible, brace.start())
+        except (ValueError, RecursionError):  # (prose braces; nested thousands deep)
+            continue
+        last = value
+        if all(key in value for key in required):
+            holding = value
+    return holding if holding is not None else last
+
+
+def parse_reply(text: str, schema: Mapping[str, Any] | None = None) -> object:
+    """The JSON value of a reply asked to follow ``schema``: the whole text, whatever JSON it
+    is (so that a check can say what it got), else :func:`extract_json_object`'s.
+
+    Raises:
+        ValueError: the reply holds no JSON.
+    """
+    try:
+        return json.loads(text.strip())
+    except (ValueError, RecursionError):
+        found = extract_json_object(text, schema)
+    if found is None:
+        raise ValueError("the reply is not JSON")
+    return found
+
+
+_OBJECT_START = re.compile(r'\{\s*["}]')
+"""Where a JSON object may start: a brace before a key, or an empty object."""
+
+_SCANNED = 65_536
+"""How much of a reply is searched for objects among other text."""
+
+
+def _required(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
+    required = (schema or {}).get("required")
+    if not isinstance(required, (list, tuple)):
+        return ()
+    return tuple(key for key in required if isinstance(key, str))
