@@ -623,6 +623,56 @@ def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:
     )
 
 
+def test_cli_a_dataset_of_yours_whose_describe_or_source_raises_loses_nothing(
+    cli: Cli, write: Write
+) -> None:
+    write(
+        "evaluators/own.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.datasets import Dataset
+
+        class Rows(Dataset):
+            @property
+            def source(self):
+                raise OSError("no source")
+
+            def __iter__(self):
+                yield from [{"id": "a"}, {"id": "a"}]
+
+            def describe(self, index):
+                return ["row 2"][index]  # IndexError for the duplicate
+
+        class Own(BaseEvaluator):
+            def get_dataset(self):
+                return Rows()
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+
+        class Other(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": "b"}]
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run", "--output-json", "report.json")  # (was an internal error, no report)
+    assert result.code == 2, result
+    assert (
+        "  ERROR in get_dataset: DatasetError: item #1: duplicate item id 'a': ids must be "
+        "unique within a dataset" in result.lines
+    )
+    assert "PASSED  Other  evaluators/own.py" in result.lines
+
+
 def test_cli_version_and_help(cli: Cli) -> None:
     import agenteval
 

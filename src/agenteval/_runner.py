@@ -267,10 +267,12 @@ class _Ids:
         return value
 
     def _where(self, index: int) -> str:
-        describe = getattr(self.dataset, "describe", None)
-        if callable(describe):
-            return str(describe(index))
-        return f"item #{index}"
+        plain = f"item #{index}"
+        try:  # (a dataset of yours: its describe may fail on the very item it is asked of)
+            describe = getattr(self.dataset, "describe", None)
+            return str(describe(index)) if callable(describe) else plain
+        except Exception:
+            return plain
 
 
 def _short(value: Any) -> str:
@@ -315,8 +317,11 @@ def _dataset_len(dataset: Any) -> int | None:
 def _dataset_files(dataset: Any, home: str) -> dict[str, str | None]:
     """The dataset's file and its fingerprint, relative to the run's working directory
     (``home``) when inside it (so that a moved checkout can still be resumed)."""
-    source = getattr(dataset, "path", None) or getattr(dataset, "source", None)
-    if not source or not Path(str(source)).is_file():
+    try:  # (a dataset of yours: a property that raises names no file)
+        source = getattr(dataset, "path", None) or getattr(dataset, "source", None)
+        if not source or not Path(str(source)).is_file():
+            return {}
+    except Exception:
         return {}
     path = Path(str(source)).resolve()
     try:
