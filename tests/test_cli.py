@@ -1442,6 +1442,43 @@ def test_cli_report_of_many_failures_lists_the_first_ones_and_says_how_many_more
     assert sum(line.startswith(("  FAIL ", "  ERROR ")) for line in verbose.lines) == 61
 
 
+def test_cli_report_lists_failures_before_items_with_soft_failures_only(
+    cli: Cli, write: Write
+) -> None:
+    write(
+        "evaluators/soft.py",
+        """
+        from agenteval import BaseEvaluator
+        from agenteval.assertions import StringContains
+
+        class Mixed(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": f"i{n}"} for n in range(30)]
+
+            def run(self, item):
+                return "x"
+
+            def evaluate(self, output, item):
+                self.assert_that(StringContains("y"), output, soft=True)
+                if item["id"] in ("i3", "i29"):
+                    self.assert_that(StringContains("z"), output)
+        """,
+    )
+    result = cli("run")
+    assert result.code == 1
+    # the last item's failure was cut off behind 25 soft-only items, and the soft-only items
+    # left out were counted as "failures or errors"
+    assert [line.split(" · ")[0] for line in result.lines if line.startswith("  FAIL ")] == [
+        "  FAIL     item 'i3'",
+        "  FAIL     item 'i29'",
+    ]
+    assert sum(line.startswith("  SOFT ") for line in result.lines) == 25
+    assert (
+        "  … and 5 more items with soft failures only (-v lists every item; the JSON report "
+        "has them all)" in result.lines
+    )
+
+
 def test_cli_the_note_on_parallel_averages_comes_once_where_an_average_exceeds_its_share(
     cli: Cli, write: Write
 ) -> None:

@@ -353,14 +353,27 @@ class ConsoleOutput(OutputDriver):
             for item in s.items:
                 lines.extend(self._item_lines(item))
             return lines
-        for item in s.notable_items[:NOTABLE_LIMIT]:
-            lines.extend(self._item_lines(item))
-        if len(s.notable_items) > NOTABLE_LIMIT:
-            more = len(s.notable_items) - NOTABLE_LIMIT
+        # failures and errors first: items that passed with soft failures only fill the rest
+        hard = [i for i in s.notable_items if i.status != "passed"]
+        soft = [i for i in s.notable_items if i.status == "passed"]
+        shown = {id(i) for i in (hard + soft)[:NOTABLE_LIMIT]}
+        for item in s.notable_items:
+            if id(item) in shown:
+                lines.extend(self._item_lines(item))
+        more_hard = len(hard) - min(len(hard), NOTABLE_LIMIT)
+        more_soft = len(soft) - min(len(soft), NOTABLE_LIMIT - len(hard) + more_hard)
+        if more_hard or more_soft:
+            kinds = {"with failures or errors": more_hard, "with soft failures only": more_soft}
+            more = (
+                f"{more_hard + more_soft} more {'item' if more_hard + more_soft == 1 else 'items'}"
+            )
+            if more_hard and more_soft:
+                more += ": " + ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+            else:
+                more += " " + next(kind for kind, n in kinds.items() if n)
             lines.append(
                 (
-                    f"  … and {more} more {'item' if more == 1 else 'items'} with failures or "
-                    f"errors (-v lists every item; the JSON report has them all)",
+                    f"  … and {more} (-v lists every item; the JSON report has them all)",
                     None,
                 )
             )
