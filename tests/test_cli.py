@@ -1209,6 +1209,80 @@ def test_cli_secrets_are_redacted_from_reports(cli: Cli, write: Write, tmp_path:
     assert secret not in records
 
 
+def test_cli_secrets_in_what_an_evaluator_says_of_itself_are_redacted(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write(
+        "evaluators/named.py",
+        """
+        import os
+        from agenteval import BaseEvaluator, SkipEvaluator
+
+        KEY = os.environ["MY_API_KEY"]
+
+        class Named(BaseEvaluator):
+            name = "Eval " + KEY
+            description = "uses " + KEY
+            tags = ("t-" + KEY,)
+
+            def get_dataset(self):
+                return [{"input": "x"}]
+
+            def run(self, item):
+                return "x"
+
+            def evaluate(self, output, item):
+                pass
+
+        class Skipped(BaseEvaluator):
+            def set_up(self):
+                raise SkipEvaluator("no access with " + KEY)
+
+            def get_dataset(self):
+                return []
+
+            def run(self, item):
+                return ""
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    secret = "sk-test-1234567890abcdef"
+    result = cli("run", "--output-json", "out.json", env={"MY_API_KEY": secret})
+    assert result.code == 0, result
+    report = json.loads((tmp_path / "out.json").read_text())  # (the console's was masked)
+    named, skipped = report["evaluators"]
+    assert (named["name"], named["description"], named["tags"]) == (
+        "Eval [REDACTED]",
+        "uses [REDACTED]",
+        ["t-[REDACTED]"],
+    )
+    assert skipped["skip_reason"] == "no access with [REDACTED]"
+    assert secret not in (tmp_path / "out.json").read_text() + result.stdout
+
+
+def test_cli_secrets_in_the_one_line_errors_of_your_files_are_redacted(
+    cli: Cli, write: Write
+) -> None:
+    secret = "sk-test-1234567890abcdef"
+    write(
+        "boot.py", 'import os\nraise ValueError("cannot log in with " + os.environ["MY_API_KEY"])\n'
+    )
+    for option in ("--bootstrap", "--config"):
+        result = cli("run", option, "boot.py", env={"MY_API_KEY": secret})
+        assert result.code == 2, result
+        assert result.stderr.endswith(":2 raised ValueError: cannot log in with [REDACTED]\n")
+    write(
+        "evaluators/broken.py",
+        "from agenteval import BaseEvaluator\nimport os\nraise RuntimeError(os.environ['MY_API_KEY'])\n",
+    )
+    result = cli("run", env={"MY_API_KEY": secret})
+    assert result.stderr == (
+        "agenteval: error: Could not import evaluators/broken.py:3: RuntimeError: [REDACTED]\n"
+    )
+
+
 SURROGATE = """
     from agenteval import BaseEvaluator
     from agenteval.assertions import StringContains

@@ -465,7 +465,7 @@ class _Run:
             except OSError as exc:
                 self._journal_failed(exc)
         self.drivers.call(
-            "evaluator_started", state.spec.id, state.spec.name, _dataset_len(dataset)
+            "evaluator_started", state.spec.id, self.redact(state.spec.name), _dataset_len(dataset)
         )
         runnable = self._runnable(state, iterator, ids, check)
         # one item ahead (the dataset's own iterator, never another evaluator's set_up):
@@ -607,18 +607,18 @@ class _Run:
         self._flush()
 
     def _summary(self, state: _EvaluatorState) -> EvaluatorSummary:
-        cls = state.spec.cls
+        cls, redact = state.spec.cls, self.redact  # (what the class says is code's text too)
         return state.builder.finish(
-            name=state.spec.name,
+            name=redact(state.spec.name),
             file=state.spec.file,
             id=state.spec.id,
-            description=cls.description,
-            tags=list(cls.tags),
+            description=redact(cls.description),
+            tags=[redact(tag) for tag in cls.tags],
             wall_time=(state.ended or time.perf_counter()) - state.started
             if state.started
             else 0.0,
             error=state.error,
-            skip_reason=state.skip_reason,
+            skip_reason=redact(state.skip_reason) if state.skip_reason else None,
             complete=state.complete,
         )
 
@@ -1270,14 +1270,14 @@ def run_evaluations(
                 RunInfo(
                     id=run_id,
                     started_at=started_at,
-                    evaluators=[s.name for s in specs],
+                    evaluators=[redact(s.name) for s in specs],
                     concurrency=concurrency,
                     executor=chosen.name,
                     isolation=options.isolation,
                     run_dir=str(jr.dir) if jr else None,
                     resumed=resumed,
                     retrying=bool(retry_errors),
-                    argv=argv,
+                    argv=[redact(a) for a in argv],
                 ),
             )
         hard = False

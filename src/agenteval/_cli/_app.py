@@ -16,7 +16,7 @@ import typer
 
 from .. import _interrupt
 from .._version import __version__
-from ._exit import exit_with, internal_error
+from ._exit import exit_with, internal_error, masked
 
 app = typer.Typer(
     name="agenteval",
@@ -55,7 +55,7 @@ def _root(
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"agenteval: error: {message}", err=True)
+    typer.echo(f"agenteval: error: {masked(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -238,7 +238,7 @@ def run(
         )
     except _errors.AgentEvalError as exc:
         for notice in notices:
-            typer.echo(f"agenteval: {notice}", err=True)
+            typer.echo(f"agenteval: {masked(notice)}", err=True)
         raise _fail(str(exc)) from None
     except HardStop as exc:  # a second signal while what was set up was torn down
         raise _fail(f"stopped at once by a second {exc}", EXIT_SIGNAL.get(str(exc), 130)) from None

@@ -49,11 +49,19 @@ def internal_error(exc: BaseException) -> int:
             traceback.print_exception(exc, file=fh)
         kept = f"; the traceback is in {path}"
     typer.echo(
-        f"agenteval: internal error: {type(exc).__name__}: {exc}{at}{kept} — please report "
+        f"agenteval: internal error: {masked(f'{type(exc).__name__}: {exc}')}{at}{kept} — please report "
         f"it; the run's journal keeps every item that finished",
         err=True,
     )
     return 2
+
+
+def masked(text: str) -> str:
+    """``text`` with the secrets of the environment masked: what agenteval says on stderr of
+    your code's failures (a config that raised) can quote them, as reports can."""
+    from .._redact import Redactor
+
+    return Redactor.from_environ()(text)
 
 
 def _threads_left() -> list[str]:
