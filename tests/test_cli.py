@@ -709,6 +709,52 @@ def test_cli_config_errors_exit_2(cli: Cli, write: Write, tmp_path: Path) -> Non
     )
 
 
+def test_cli_a_driver_that_changes_its_results_changes_no_verdict(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write(
+        "evaluators/broken.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Broken(BaseEvaluator):
+            def set_up(self):
+                raise RuntimeError("db down")
+
+            def get_dataset(self):
+                return [{"input": "x"}]
+
+            def run(self, item):
+                return "x"
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    write(
+        "evaluation.py",
+        """
+        from agenteval.outputs import ConsoleOutput, JsonOutput, OutputDriver
+
+        class Whitewash(OutputDriver):
+            def output(self, summary):
+                summary.error = None
+
+            def finish_run(self, run):
+                run.exit_code = 0
+                run.evaluators.clear()
+
+        output = [Whitewash, ConsoleOutput, JsonOutput("report.json")]
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2, result  # (was 0: PASSED)
+    assert "  ERROR in set_up: RuntimeError: db down  evaluators/broken.py:5" in result.lines
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["exit_code"] == 2
+    assert report["evaluators"][0]["error"]["message"] == "db down"
+
+
 DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
 
 

@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_core import to_json
 
 from . import _interrupt
@@ -141,7 +142,11 @@ class _Drivers:
                 self.call_one(driver, hook, *args)
 
     def call_one(self, driver: OutputDriver, hook: str, *args: Any) -> None:
-        """Call ``hook`` on ``driver``, keeping its failure."""
+        """Call ``hook`` on ``driver``, keeping its failure. A driver of yours gets copies
+        of the results: what it changes in them changes neither the verdict nor what the
+        other drivers report."""
+        if not _ours(driver):
+            args = tuple(a.model_copy(deep=True) if isinstance(a, BaseModel) else a for a in args)
         try:
             getattr(driver, hook)(*args)  # (os._exit raises: run_evaluations guards it)
         except BaseException as exc:  # (rich exits on a broken stdout pipe)
@@ -1403,8 +1408,12 @@ def _finishes_in(turn: int, driver: OutputDriver) -> bool:
 
     if isinstance(driver, ConsoleOutput):
         return turn == 2
-    ours = type(driver).__module__.startswith("agenteval.")
-    return turn == (1 if ours else 0)
+    return turn == (1 if _ours(driver) else 0)
+
+
+def _ours(driver: OutputDriver) -> bool:
+    """Whether ``driver`` is one of agenteval's own (not a subclass of yours)."""
+    return type(driver).__module__.startswith("agenteval.")
 
 
 def _apply_console_flags(
