@@ -875,6 +875,37 @@ def test_cli_output_json_dash_is_refused_not_written_as_a_file(
     assert json.loads(alone.stdout)["run"]["totals"]["passed"] == 2
 
 
+def test_cli_json_on_stdout_stays_a_document_when_evaluators_print(
+    cli: Cli, write: Write
+) -> None:
+    write(
+        "evaluators/chatty.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Chatty(BaseEvaluator):
+            def set_up(self):
+                print("setting up")
+
+            def get_dataset(self):
+                return [{"id": "a"}, {"id": "b"}]
+
+            def run(self, item):
+                print("agent log line")
+                return "x"
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    write("evaluation.py", "output = []\n")
+    for extra in ([], ["-c", "2"]):
+        result = cli("run", "--output-json", "/dev/stdout", *extra)
+        assert result.code == 0, result
+        assert json.loads(result.stdout)["run"]["totals"]["passed"] == 2  # (was: prints first)
+        assert "setting up" in result.stderr
+
+
 def test_cli_config_helpers_named_like_a_setting_are_fine(cli: Cli, write: Write) -> None:
     write("evaluators/ran.py", RECORDING_EVALUATOR)
     write(

@@ -738,14 +738,18 @@ def _handling(handler: Callable[[str, int], None]) -> Iterator[None]:
 
 
 @contextmanager
-def _redacted_prints(redact: Redactor) -> Iterator[None]:
-    """What items print in this process is masked on its way to the console."""
+def _redacted_prints(redact: Redactor, drivers: Sequence[OutputDriver]) -> Iterator[None]:
+    """What items print in this process is masked on its way to the console; and goes to
+    stderr while a JSON report is written to stdout (``--output-json /dev/stdout``), so
+    that the report stays a document a pipe can read."""
     streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
     masked = {
         name: RedactingStream(stream, redact)
         for name, stream in streams.items()
         if stream is not None
     }
+    if "stderr" in masked and _json_on_stdout(drivers):
+        masked["stdout"] = masked["stderr"]
     for name, stream in masked.items():
         setattr(sys, name, stream)
     try:
@@ -754,6 +758,21 @@ def _redacted_prints(redact: Redactor) -> Iterator[None]:
         for name, stream in masked.items():
             if getattr(sys, name) is stream:  # (unless code replaced it meanwhile)
                 setattr(sys, name, streams[name])
+
+
+def _json_on_stdout(drivers: Sequence[OutputDriver]) -> bool:
+    from .outputs import JsonOutput
+
+    try:  # (a report not written yet is a file of its own; no stdout at all is none)
+        stdout = os.fstat(1)
+        return any(
+            isinstance(d, JsonOutput)
+            and d.path.exists()
+            and os.path.samestat(os.stat(d.path), stdout)
+            for d in drivers
+        )
+    except OSError:
+        return False
 
 
 @contextmanager
@@ -1292,7 +1311,7 @@ def run_evaluations(
                 if stop.requested:  # it came while the drivers started: no item starts
                     announce(stop.requested, grace)
                 try:
-                    with _redacted_prints(redact):
+                    with _redacted_prints(redact, drivers):
                         chosen.run(run.tasks(), run.on_result, stop)
                 except HardStop:
                     # the grace period's end stops the items, not the tearing down: only a
