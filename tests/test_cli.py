@@ -875,9 +875,7 @@ def test_cli_output_json_dash_is_refused_not_written_as_a_file(
     assert json.loads(alone.stdout)["run"]["totals"]["passed"] == 2
 
 
-def test_cli_json_on_stdout_stays_a_document_when_evaluators_print(
-    cli: Cli, write: Write
-) -> None:
+def test_cli_json_on_stdout_stays_a_document_when_evaluators_print(cli: Cli, write: Write) -> None:
     write(
         "evaluators/chatty.py",
         """

@@ -308,3 +308,46 @@ def test_load_dataset_messages_show_a_path_inside_the_working_directory_relative
         load_dataset(tmp_path / "cases.txt")
     with pytest.raises(DatasetError, match=r"^Unknown dataset format 'csv' for 'cases.txt'"):
         load_dataset(tmp_path / "cases.txt", format="csv")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "key", "line"),
+    [
+        (
+            "two.json",
+            '{"cases": [{"input": "x"}, {"input": "z"}],\n "cases": [{"input": "y"}]}',
+            "cases",
+            2,
+        ),
+        (
+            "two.json",
+            '[{"input": "a"},\n {"input": "a",\n  "reference": "a",\n  "reference": "b"}]',
+            "reference",
+            4,
+        ),
+        ("two.jsonl", '{"input": "a"}\n\n{"input": "a", "input": "b"}\n', "input", 3),
+        ("two.yaml", "cases:\n  - input: x\ncases:\n  - input: y\n", "cases", 3),
+        ("two.yaml", "- input: hello\n  reference: hello\n  reference: bye\n", "reference", 3),
+        ("two.yaml", "- {input: a, 1: x, 1: y}\n", 1, 1),
+    ],
+)
+def test_a_key_given_twice_in_one_mapping_is_a_dataset_error_naming_its_line(
+    write: Callable[[str, str], Path], name: str, text: str, key: object, line: int
+) -> None:
+    # the reader kept the last silently: a first block of cases went missing
+    write(name, text)
+    with pytest.raises(DatasetError) as error:
+        list(load_dataset(name))
+    fix = (
+        "merge them into one list"
+        if key == "cases"
+        else "keep one (a reader keeps only the last, silently)"
+    )
+    assert str(error.value) == (
+        f"Dataset file {name!r} (line {line}) gives the key {key!r} twice in one mapping: {fix}"
+    )
+
+
+def test_a_yaml_merge_key_may_be_overridden(write: Callable[[str, str], Path]) -> None:
+    write("merged.yaml", "- &base {input: a, reference: a}\n- <<: *base\n  reference: b\n")
+    assert list(load_dataset("merged.yaml"))[1] == {"input": "a", "reference": "b"}

@@ -156,6 +156,37 @@ def number_too_long(source: str, text: str, where: str = "") -> DatasetError:
     )
 
 
+class DuplicateKey(Exception):
+    """A mapping of the file gives one key twice (its readers keep only the last)."""
+
+    def __init__(self, key: object, line: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.line = key, line
+
+    def error(self, source: str, where: str = "") -> DatasetError:
+        at = where or (f" (line {self.line})" if self.line else "")
+        fix = (
+            "merge them into one list"
+            if self.key == "cases"
+            else "keep one (a reader keeps only the last, silently)"
+        )
+        return DatasetError(
+            f"Dataset file {source!r}{at} gives the key {self.key!r} twice in one mapping: {fix}"
+        )
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook``: the object, unless a key comes twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
 def decode_utf8(data: bytes, source: str) -> str:
     """Decode a whole file as UTF-8, with or without a byte order mark."""
     try:

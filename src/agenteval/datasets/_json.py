@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from agenteval._errors import DatasetError
 from agenteval.datasets._base import StrPath, preview
 from agenteval.datasets._file import (
     BOM,
+    DuplicateKey,
     FileDataset,
     ParsedFileDataset,
     json_kind,
     nested_too_deeply,
     number_too_long,
+    unique_keys,
 )
 
 
@@ -48,9 +52,11 @@ class JsonDataset(ParsedFileDataset):
     def _parse(self, text: str) -> list[dict[str, Any]]:
         src = self.source
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=unique_keys)
         except RecursionError:
             raise nested_too_deeply(src) from None
+        except DuplicateKey as exc:
+            raise exc.error(src, _line_of(text, exc.key)) from None
         except json.JSONDecodeError as exc:
             if not text.strip():
                 raise DatasetError(
@@ -128,7 +134,7 @@ class JsonlDataset(FileDataset):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         src = self.source
-        loads = json.loads
+        loads = partial(json.loads, object_pairs_hook=unique_keys)
         try:
             f = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
         except OSError as exc:
@@ -147,6 +153,8 @@ class JsonlDataset(FileDataset):
                     item = loads(line)
                 except RecursionError:
                     raise nested_too_deeply(src, f" (line {lineno})") from None
+                except DuplicateKey as exc:
+                    raise exc.error(src, f" (line {lineno})") from None
                 except json.JSONDecodeError as exc:
                     # The line end is part of `line`: an error there is at its last column.
                     column = min(exc.pos, len(line.rstrip("\r\n"))) + 1
@@ -225,6 +233,23 @@ class JsonlDataset(FileDataset):
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _line_of(text: str, key: object) -> str:
+    """`` (line N)``: where ``key`` comes a second time in one object, found by reading the
+    text again (``json`` keeps no positions): after the value of one ``"key":``, the next
+    comes before any brace. "" if not found."""
+    decoder = json.JSONDecoder()
+    given = list(re.finditer(re.escape(json.dumps(key)) + r"\s*:", text))
+    for first, second in itertools.pairwise(given):
+        blank = _WHITESPACE.match(text, first.end())
+        try:
+            _, end = decoder.raw_decode(text, blank.end() if blank else first.end())
+        except ValueError:
+            continue
+        if not re.search(r"[{}]", text[end : second.start()]):
+            return f" (line {text.count(chr(10), 0, second.start()) + 1})"
+    return ""
+
+
 def _item_lines(text: str) -> list[int] | None:
     """The line on which each item of a parsed JSON dataset starts, or None if unknown.
 
@@ -245,7 +270,7 @@ def _item_lines(text: str) -> list[int] | None:
                 key, i = decoder.raw_decode(text, i)
                 i = skip(skip(i) + 1)  # past the ':'
                 if key == "cases":
-                    cases = i  # the last one wins, as in json.loads
+                    cases = i  # (a key given twice was refused by _parse)
                 _, i = decoder.raw_decode(text, i)
                 i = skip(i)
                 if text.startswith(",", i):

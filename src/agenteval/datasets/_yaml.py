@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from typing import Any
 
 from agenteval._errors import DatasetError
 from agenteval.datasets._base import preview
-from agenteval.datasets._file import ParsedFileDataset, nested_too_deeply, number_too_long
+from agenteval.datasets._file import (
+    DuplicateKey,
+    ParsedFileDataset,
+    nested_too_deeply,
+    number_too_long,
+)
 
 
 class YamlDataset(ParsedFileDataset):
@@ -47,6 +53,8 @@ class YamlDataset(ParsedFileDataset):
             aliased = _aliased_values(data)
         except RecursionError:
             raise nested_too_deeply(src) from None
+        except DuplicateKey as exc:
+            raise exc.error(src) from None
         except yaml.YAMLError as exc:
             raise self._syntax_error(text, exc) from None
         except ValueError as exc:  # a value YAML's grammar takes but Python cannot hold
@@ -199,13 +207,41 @@ def _safe_load(text: str) -> Any:
     """
     import yaml
 
-    fast = getattr(yaml, "CSafeLoader", None)
+    fast, slow = _loaders()
     if fast is not None:
         try:
             return yaml.load(text, Loader=fast)  # CSafeLoader: safe, as said above
         except yaml.YAMLError:
             pass  # parsed again below, for the message
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=slow)  # SafeLoader: safe_load's own
+
+
+@functools.cache
+def _loaders() -> tuple[Any, Any]:
+    """The safe loaders (libyaml's, when PyYAML has it, and the pure-Python one), refusing
+    a key given twice in one mapping, which YAML readers otherwise let the last win."""
+    import yaml
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # (<<: keys a mapping may override)
+                continue
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                repeated = key in seen
+            except TypeError:  # unhashable: SafeConstructor says so itself
+                continue
+            if repeated:
+                raise DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    def unique(base: Any) -> Any:
+        return type(f"Unique{base.__name__}", (base,), {"construct_mapping": construct_mapping})
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    return (unique(fast) if fast is not None else None), unique(yaml.SafeLoader)
 
 
 _YAML_KINDS: dict[type, str] = {
