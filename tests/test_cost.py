@@ -76,3 +76,36 @@ def test_usage_is_split_and_priced(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     item = doc["evaluators"][0]["items"][0]
     assert item["usage"]["judge"]["input_tokens"] == 1_000_000
     assert item["usage"]["agent"]["input_tokens"] == 500_000
+
+
+def test_agent_tokens_without_an_agent_price_are_said_to_have_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # they were left out of the cost without a word, as if the agent had cost nothing
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evaluation.py").write_text(
+        "prices = {'scripted:judge-x': {'input': 1.0, 'output': 10.0}}\n"
+    )
+    stream = io.StringIO()
+    from agenteval.outputs import ConsoleOutput
+
+    summary = run_evaluations(
+        [JudgedEvaluator],
+        outputs=[ConsoleOutput(stream=stream)],
+        config="evaluation.py",
+        journal=False,
+        cache=False,
+    )
+    assert summary.cost is not None
+    assert (summary.cost.agent, summary.cost.unpriced_models) == (None, ["agent"])
+    assert "cost: $4.0000 · judge $4.0000 · no price for agent" in stream.getvalue().splitlines()
+
+
+@pytest.mark.parametrize("name", ["Agent", "agent ", "AGENT"])
+def test_an_agent_entry_spelled_otherwise_is_a_config_error(name: str) -> None:
+    from agenteval._errors import ConfigError
+    from agenteval.llm._pricing import check_prices
+
+    with pytest.raises(ConfigError) as error:
+        check_prices({name: {"input": 3.0, "output": 15.0}})
+    assert str(error.value) == f"prices[{name!r}]: the agent's prices go under 'agent', just so"

@@ -1456,7 +1456,7 @@ def _apply_console_flags(
 
 def _cost(summary: RunSummary, prices: dict[str, dict[str, float]]) -> RunCost:
     """Price judge usage per model, and agent usage with the table's ``agent`` entry."""
-    from .llm._pricing import cost_of
+    from .llm._pricing import AGENT, cost_of
 
     usage = summary.usage
     judge: float | None = None
@@ -1467,7 +1467,9 @@ def _cost(summary: RunSummary, prices: dict[str, dict[str, float]]) -> RunCost:
             unpriced.append(model or "<unnamed model>")
         else:
             judge = (judge or 0.0) + value
-    agent = cost_of(usage.agent, "agent", prices) if usage.agent else None
+    agent = cost_of(usage.agent, AGENT, prices) if usage.agent else None
+    if usage.agent and agent is None:  # the agent's tokens, uncounted: said like a model's
+        unpriced.insert(0, AGENT)
     return RunCost(agent=agent, judge=judge, unpriced_models=unpriced)
 
 

@@ -30,6 +30,9 @@ Prices = Mapping[str, Mapping[str, float]]
 
 _KINDS = ("input", "output", "cache_read", "cache_write")
 
+AGENT = "agent"
+"""The entry that prices the agent's own tokens (what ``run`` reported)."""
+
 
 def check_prices(prices: object, source: str = "prices") -> dict[str, dict[str, float]]:
     """Validate a price table (e.g. ``prices`` in ``evaluation.py``) and return a copy.
@@ -48,6 +51,8 @@ def check_prices(prices: object, source: str = "prices") -> dict[str, dict[str, 
         where = f"{source}[{name!r}]"
         if not isinstance(name, str):
             raise ConfigError(f"{where}: a model's name must be text, like 'gpt-4o-mini'")
+        if name != AGENT and name.strip().lower() == AGENT:  # (no model is named so)
+            raise ConfigError(f"{where}: the agent's prices go under {AGENT!r}, just so")
         if not isinstance(entry, Mapping):
             raise ConfigError(
                 f"{where} must be a dict like {{'input': 0.8, 'output': 4.0}} "
