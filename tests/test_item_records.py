@@ -271,3 +271,59 @@ def test_report_usage_takes_counts_and_refuses_what_it_cannot_count(
         assert (record.status, record.usage.agent) == ("passed", usage)
     else:
         assert record.error is not None and record.error.message == error
+
+
+class InThreads(BaseEvaluator):
+    """Assertions and usage reported from threads of the item's own."""
+
+    def get_dataset(self) -> list[Any]:
+        return []
+
+    def run(self, item: Any) -> Any:
+        import threading
+
+        worker = threading.Thread(target=lambda: self.report_usage(input_tokens=7))
+        worker.start()
+        worker.join()
+        return item["text"]
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        checks = [StringContains("order"), StringContains("refund")]
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda check: self.assert_that(check, output), checks))
+
+
+def test_an_item_run_one_at_a_time_is_reached_from_its_own_threads() -> None:
+    # a thread pool's assertions raised "can only be called while an item is being
+    # evaluated", from evaluate(); a bare thread's failing assertion was lost
+    result = execute_item(InThreads(), ItemTask("e.py::InThreads", 0, 0, {"text": "order"}))
+    assert result.status == "failed"
+    assert sorted((a.name, a.passed) for a in result.assertions) == [
+        ("StringContains", False),
+        ("StringContains", True),
+    ]
+    assert result.usage.agent.input_tokens == 7
+
+
+def test_outside_an_item_a_thread_is_told_how_to_carry_the_item_along() -> None:
+    import threading
+
+    errors: list[str] = []
+
+    def call() -> None:
+        try:
+            InThreads().assert_that(StringContains("x"), "x")
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert errors == [
+        "assert_that() can only be called while an item is being evaluated (from evaluate() "
+        "or run()): in a thread you start while items run many at once (--executor async) the "
+        "item is not known; start it with contextvars.copy_context().run, or use "
+        "asyncio.to_thread"
+    ]

@@ -83,20 +83,33 @@ _current: contextvars.ContextVar[ItemContext | None] = contextvars.ContextVar(
     "agenteval_item", default=None
 )
 
+_sole: ItemContext | None = None
+"""The item running in this process, when items run one at a time in it: a thread of the
+item's (a thread pool's, running its assertions) has no context of its own, but can only
+be working for that one."""
+
 
 def current_item() -> ItemContext | None:
-    """The item being evaluated in this thread or task, if any."""
-    return _current.get()
+    """The item being evaluated in this thread or task, if any (in another thread of the
+    process, the one item it runs, if it runs one at a time)."""
+    return _current.get() or _sole
 
 
 def enter_item(
-    spent: Callable[[ItemContext], None] | None = None,
+    spent: Callable[[ItemContext], None] | None = None, *, sole: bool = False
 ) -> tuple[ItemContext, contextvars.Token[ItemContext | None]]:
-    """Start collecting for a new item; pass the token to :func:`exit_item`."""
+    """Start collecting for a new item (``sole``: the only one in flight in the process);
+    pass the token to :func:`exit_item`."""
+    global _sole
     ctx = ItemContext(spent=spent)
+    if sole:
+        _sole = ctx
     return ctx, _current.set(ctx)
 
 
 def exit_item(token: contextvars.Token[ItemContext | None]) -> None:
     """Stop collecting for the item started with :func:`enter_item`."""
+    global _sole
+    if _sole is not None and _sole is _current.get():
+        _sole = None
     _current.reset(token)

@@ -177,7 +177,10 @@ class BaseEvaluator:
         """
         ctx = current_item()
         if ctx is None:
-            raise RuntimeError("report_usage() can only be called while an item is running")
+            raise RuntimeError(
+                "report_usage() can only be called while an item is running"
+                f"{_THREAD_HINT if _in_a_thread() else ''}"
+            )
         if usage is None or isinstance(usage, Mapping):
             usage = _usage_of({**(usage or {}), **tokens})
         elif not isinstance(usage, Usage) or tokens:
@@ -201,7 +204,7 @@ class BaseEvaluator:
         if ctx is None:
             raise RuntimeError(
                 "assert_that() can only be called while an item is being evaluated "
-                "(from evaluate() or run())"
+                f"(from evaluate() or run()){_THREAD_HINT if _in_a_thread() else ''}"
             )
         ctx.recorded.append(result)
         name = getattr(assertion, "name", type(assertion).__name__)
@@ -218,6 +221,18 @@ class BaseEvaluator:
             if len(_PASSES) < _MAX_PASSES:
                 _PASSES[site] = kept  # holding the code keeps its id from being reused
         ctx.assertions.append(kept[1])
+
+
+_THREAD_HINT = (
+    ": in a thread you start while items run many at once (--executor async) the item is "
+    "not known; start it with contextvars.copy_context().run, or use asyncio.to_thread"
+)
+
+
+def _in_a_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is not threading.main_thread()
 
 
 def _usage_of(counts: dict[str, Any]) -> Usage:

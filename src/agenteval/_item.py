@@ -195,7 +195,7 @@ def execute_item(
         return_to(task.cwd)
     task.recorded_input()  # before run can change it
     started, me = time.perf_counter(), os.getpid()
-    ctx, token = enter_item(_reporting(spent))
+    ctx, token = enter_item(_reporting(spent), sole=True)  # (one item at a time here)
     outcome = _Outcome()
     try:
         outcome.stage = "run"
