@@ -1250,9 +1250,18 @@ def test_make_evaluator_keeps_letters_of_any_script(cli: Cli, tmp_path: Path) ->
 
 
 def test_make_evaluator_rejects_bad_names(cli: Cli) -> None:
-    result = cli("make:evaluator", "123-bad")
-    assert result.code == 2
-    assert "is not a valid class name" in result.stderr
+    for name in ("123-bad", "None", "True"):  # (keywords: the file was a SyntaxError)
+        result = cli("make:evaluator", name)
+        assert result.code == 2
+        assert result.stderr == (
+            f"agenteval: error: {name!r} is not a valid class name: use something like "
+            "RefundEvaluator\n"
+        )
+    result = cli("make:evaluator", "path")  # the class hid the template's import of it
+    assert result.stderr == (
+        "agenteval: error: 'Path' is a name the evaluator template imports: use something "
+        "like PathEvaluator\n"
+    )
 
 
 def test_cli_secrets_are_redacted_from_reports(cli: Cli, write: Write, tmp_path: Path) -> None:

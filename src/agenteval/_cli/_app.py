@@ -284,6 +284,9 @@ class {class_name}(BaseEvaluator):
         self.assert_that(StringContains(item["reference"]), output)
 '''
 
+_TEMPLATE_NAMES = frozenset({"Path", "BaseEvaluator", "StringContains", "JsonDataset"})
+"""What the template imports: a class of the same name would hide it."""
+
 _DATASET = """[
   {"id": "order-help", "input": "Hello, I need help with my order", "reference": "order"}
 ]
@@ -319,12 +322,22 @@ def make_evaluator(
     """Write a new evaluator (and its dataset) from a template.
 
     NAME is the class name, e.g. RefundEvaluator (a namespace prefix is ignored)."""
+    import keyword
     import re
 
     class_name = re.split(r"[\\./:]+", name.strip())[-1]
-    if not class_name.isidentifier() or not class_name[0].isalpha():
+    if (
+        not class_name.isidentifier()
+        or not class_name[0].isalpha()
+        or keyword.iskeyword(class_name)
+    ):
         raise _fail(f"{name!r} is not a valid class name: use something like RefundEvaluator")
     class_name = class_name[0].upper() + class_name[1:]
+    if class_name in _TEMPLATE_NAMES:
+        raise _fail(
+            f"{class_name!r} is a name the evaluator template imports: use something like "
+            f"{class_name}Evaluator"
+        )
     snake = snake_case(class_name)
     target = directory / f"{snake}.py"
     dataset = directory / "datasets" / f"{snake}.json"
