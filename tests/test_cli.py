@@ -755,6 +755,23 @@ def test_cli_a_driver_that_changes_its_results_changes_no_verdict(
     assert report["evaluators"][0]["error"]["message"] == "db down"
 
 
+def test_cli_a_device_as_config_and_an_empty_report_path_are_named_as_such(
+    cli: Cli, write: Write
+) -> None:
+    write("evaluators/echo.py", PASSING)
+    result = cli("run", "--config", "/dev/null")  # (was: "does not exist")
+    assert (result.code, result.stderr) == (
+        2,
+        "agenteval: error: Config file '/dev/null' is not a regular file (a device or a "
+        "pipe): give --config a Python file\n",
+    )
+    result = cli("run", "--output-json", "")  # (was: ". is a folder")
+    assert (result.code, result.stderr) == (
+        2,
+        "agenteval: error: --output-json got an empty path: give a file, or leave it out\n",
+    )
+
+
 DRIVERS = "from agenteval.outputs import JsonOutput, OutputDriver\n"
 
 

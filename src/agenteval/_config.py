@@ -81,6 +81,11 @@ def _existing(path: str | Path, role: str, option: str) -> Path:
     file = Path(path)
     if file.is_dir():
         raise ConfigError(f"{role} {str(path)!r} is a folder: give {option} a Python file")
+    if file.exists() and not file.is_file():
+        raise ConfigError(
+            f"{role} {str(path)!r} is not a regular file (a device or a pipe): give {option} "
+            f"a Python file"
+        )
     if not file.is_file():
         raise ConfigError(f"{role} {str(path)!r} does not exist: check the {option} path")
     return file

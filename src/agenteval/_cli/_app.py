@@ -141,8 +141,8 @@ def run(
             help="Outputs above this are truncated in records (0: no limit).",
         ),
     ] = 1024 * 1024,
-    output_json: Annotated[
-        Path | None,
+    output_json: Annotated[  # (text: a Path would turn '' into '.')
+        str | None,
         typer.Option("--output-json", metavar="FILE", help="Also write the JSON report here."),
     ] = None,
     min_success_rate: Annotated[
@@ -192,11 +192,13 @@ def run(
     from ..outputs._json import unwritable
     from ..outputs._text import one_line
 
-    if output_json is not None and str(output_json) == "-":  # (a file named "-" would be written)
+    if output_json is not None and output_json == "-":  # (a file named "-" would be written)
         raise _fail(
             "--output-json needs a file path, got '-': the console report is on stdout; for "
             "the JSON report there, give /dev/stdout and output = [] in the config"
         )
+    if output_json is not None and not output_json.strip():
+        raise _fail("--output-json got an empty path: give a file, or leave it out")
     if output_json and (problem := unwritable(output_json)):
         raise _fail(f"--output-json: {problem}")
     for option, value in (("--resume", resume), ("--retry-errors", retry_errors)):
