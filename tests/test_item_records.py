@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from agenteval import BaseEvaluator
+from agenteval._errors import ProviderUnavailableError
 from agenteval._item import ItemTask, execute_item, record_json
 from agenteval._results import NO_ITEM_USAGE, ItemResult
 from agenteval._serialize import to_jsonable
@@ -90,6 +91,25 @@ class Chatting(BaseEvaluator):
 def test_retries_of_the_agents_model_are_kept_without_tokens_or_judges() -> None:
     record = execute_item(Chatting(), ItemTask("c.py::Chatting", 0, 0, {}))
     assert record.output == "hi" and record.usage.retries == 2
+
+
+class Unavailable(ScriptedModel):
+    def complete(self, request: Any) -> ModelResponse:
+        error = ProviderUnavailableError("still failing after 3 attempts")
+        error.retries = 2
+        raise error
+
+
+class FailingAgent(Chatting):
+    def run(self, item: Any) -> Any:
+        return ToolAgent(Unavailable([])).chat("q")
+
+
+def test_retries_of_an_agent_model_call_that_failed_for_good_are_kept() -> None:
+    # a judge's were counted, an agent's not: 0 retries on an item that made 3 attempts
+    record = execute_item(FailingAgent(), ItemTask("c.py::FailingAgent", 0, 0, {}))
+    assert record.status == "error" and record.error is not None
+    assert (record.error.type, record.usage.retries) == ("ProviderUnavailableError", 2)
 
 
 EVALUATOR = """from agenteval import BaseEvaluator

@@ -8,8 +8,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from agenteval._context import current_item
-from agenteval._errors import EvaluationError, UsageError
+from agenteval._errors import EvaluationError, ProviderError, UsageError
 from agenteval._serialize import to_jsonable
+from agenteval._usage import Usage
 from agenteval.agents._tool import Tool, ToolArgumentsError, as_tool
 from agenteval.conversation._protocol import (
     Action,
@@ -167,7 +168,12 @@ class ToolAgent:
             if self._steps >= self.max_steps:
                 self.stop_reason = "max_steps"
                 return self._last_text()
-            response = self.model.complete(self._request())
+            try:
+                response = self.model.complete(self._request())
+            except ProviderError as exc:  # failed for good: its retries count all the same
+                if (failed := current_item()) is not None:
+                    failed.add_agent_call(Usage(), exc.retries)
+                raise
             self._steps += 1
             item = current_item()
             if item is not None:
