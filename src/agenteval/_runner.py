@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from . import _interrupt
-from ._cache_settings import using_cache
+from ._cache_settings import cache_settings, using_cache
 from ._config import Config, drivers_from, load_config, run_bootstrap
 from ._discovery import EvaluatorSpec, discover, select
 from ._errors import (
@@ -1307,7 +1307,13 @@ def run_evaluations(
         hard = False
         try:  # the journal, and the run's lock, are held until the run is reported
             announce = partial(driver_set.call, "run_interrupted")
-            with _signals(stop, lambda name: announce(name, grace)), using_cache(enabled=cache):
+            with (
+                _signals(stop, lambda name: announce(name, grace)),
+                using_cache(
+                    enabled=cache,
+                    directory=cache_settings().directory,  # (configure_cache's)
+                ),
+            ):
                 if stop.requested:  # it came while the drivers started: no item starts
                     announce(stop.requested, grace)
                 try:

@@ -565,3 +565,30 @@ def test_embed_cached_accounts_usage_and_retries_of_embeddings_that_report_them(
 
     assert (ctx.judge_calls, ctx.retries) == (2, 4)
     assert ctx.judge_by_model == {"fake:reporting": Usage(input_tokens=7)}
+
+
+def test_run_evaluations_keeps_the_folder_configure_cache_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the run put its cache in ./.agenteval/cache whatever configure_cache had said
+    from agenteval import BaseEvaluator, run_evaluations
+    from agenteval.judges import CorrectnessJudge
+
+    monkeypatch.chdir(tmp_path)
+    configure_cache(directory=tmp_path / "mine")
+    model = cacheable_model(['{"reasoning": "ok", "score": 1}'])
+
+    class Judged(BaseEvaluator):
+        def get_dataset(self) -> list[dict[str, str]]:
+            return [{"id": "a"}]
+
+        def run(self, item: dict[str, str]) -> str:
+            return "Paris"
+
+        def evaluate(self, output: str, item: dict[str, str]) -> None:
+            self.assert_that(CorrectnessJudge(model, expected="Paris"), output)
+
+    assert run_evaluations([Judged], journal=False, outputs=[]).exit_code == 0
+    assert (tmp_path / "mine" / DB_NAME).is_file()
+    assert not (tmp_path / ".agenteval").exists()
+    assert cache_settings().directory == tmp_path / "mine"  # (and it stays so after)
