@@ -740,8 +740,8 @@ def _handling(handler: Callable[[str, int], None]) -> Iterator[None]:
 @contextmanager
 def _redacted_prints(redact: Redactor, drivers: Sequence[OutputDriver]) -> Iterator[None]:
     """What items print in this process is masked on its way to the console; and goes to
-    stderr while a JSON report is written to stdout (``--output-json /dev/stdout``), so
-    that the report stays a document a pipe can read."""
+    stderr when stdout is the JSON report's alone, so that it stays a document a pipe can
+    read."""
     streams = {name: getattr(sys, name) for name in ("stdout", "stderr")}
     masked = {
         name: RedactingStream(stream, redact)
@@ -761,8 +761,12 @@ def _redacted_prints(redact: Redactor, drivers: Sequence[OutputDriver]) -> Itera
 
 
 def _json_on_stdout(drivers: Sequence[OutputDriver]) -> bool:
-    from .outputs import JsonOutput
+    """Whether stdout is the JSON report's alone (``--output-json /dev/stdout`` with no
+    console writing there)."""
+    from .outputs import ConsoleOutput, JsonOutput
 
+    if any(isinstance(d, ConsoleOutput) and d.stream is None for d in drivers):
+        return False
     try:  # (a report not written yet is a file of its own; no stdout at all is none)
         stdout = os.fstat(1)
         return any(
