@@ -1401,6 +1401,9 @@ def run_evaluations(
                 except HardStop:
                     pass  # a second signal: stop reporting at once (the journal is complete)
                 _settle(summary, driver_set, stop)
+                # the verdict is final: a signal after the run's handlers are gone ends the
+                # command with it (under the CLI's handlers; a library caller's are its own)
+                _interrupt.settle(summary.exit_code)
             return summary
         finally:
             if jr is not None:

@@ -620,6 +620,41 @@ def test_ctrl_c_while_evaluator_files_load_is_an_interrupt_not_their_error(cli: 
     assert result.elapsed < 20
 
 
+PASSES = """
+from agenteval import BaseEvaluator
+
+
+class Passes(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}, {"id": 2}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay", [0.0, 0.01])
+def test_a_signal_right_after_the_verdict_keeps_its_exit_code(
+    cli: Any, sig: signal.Signals, delay: float
+) -> None:
+    # it was "interrupted" (130) after "exit 0", or a death by the signal
+    cli.write("passes.py", PASSES)
+    for _ in range(3):
+        proc = cli.start("passes.py", "-c", "2", "--no-progress")
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("PASSED: "):
+                time.sleep(delay)
+                proc.send_signal(sig)
+                break
+        _, stderr = proc.communicate(timeout=30)
+        assert (proc.returncode, stderr) == (0, "")
+
+
 def test_an_evaluator_file_that_raises_keyboardinterrupt_is_its_error(cli: Any) -> None:
     cli.write("raises.py", "raise KeyboardInterrupt('from the file')\n")
     result = cli.run("raises.py")

@@ -6,8 +6,6 @@ pydantic and rich load when a command actually runs.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -484,17 +482,8 @@ def main() -> None:
     except BaseException as exc:  # (GeneratorExit, a bare BaseException): a bug, never exit 1
         code = internal_error(exc)
     code = code if isinstance(code, int) else 0
-    import signal
-
     # the run is over and its files are written: a late Ctrl-C or SIGTERM ends the exit
     # at once (exit handlers, threads left waited for) with the run's own code, not by a
     # death by signal or a traceback
-    def leave_now(_signum: int, _frame: object) -> None:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
-
-    for late in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(late, leave_now)
+    _interrupt.settle(code)
     exit_with(code)
