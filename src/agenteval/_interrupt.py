@@ -67,8 +67,9 @@ def ignore_late() -> None:
     default handlers back, and a signal while it tears modules down would kill the
     process by signal, losing the code."""
     if _settled is not None:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+        with contextlib.suppress(ValueError):  # (not the main thread: os._exit comes next)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN)
 
 
 def _leave(code: int) -> None:
