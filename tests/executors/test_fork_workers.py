@@ -409,3 +409,58 @@ def test_each_item_of_a_worker_prints_into_its_own_capture(cli: Any) -> None:
     assert [(i["stdout"], i["stderr"]) for i in items] == [
         (f"hello {n}\n", f"oops {n}\n") for n in range(6)
     ]
+
+
+STREAMS_AND_SIGNALS = """
+import io
+import signal
+import subprocess
+import sys
+
+from agenteval import BaseEvaluator
+
+
+class Streams(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": name} for name in ("swaps", "closes", "after-1", "after-2")]
+
+    def run(self, item):
+        print("hello from", item["id"])
+        if item["id"] == "swaps":
+            sys.stdout = io.StringIO()
+        if item["id"] == "closes":
+            sys.stderr.close()
+        inherited = subprocess.run(
+            [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT))"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        return [str(signal.getsignal(signal.SIGINT)), inherited.strip()]
+
+    def evaluate(self, output, item):
+        print("evaluated", item["id"], file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_an_item_sees_streams_and_sigint_as_in_a_sequential_run(cli: Any, isolation: str) -> None:
+    # a worker's next items inherited a replaced or closed sys.stdout/sys.stderr, and every
+    # forked item (and what it started) ignored SIGINT: a server stopped with it never was
+    cli.write("streams.py", STREAMS_AND_SIGNALS)
+    args = ("--executor", "fork", "--isolation", isolation, "--no-progress")
+    result = cli.run("streams.py", *args, "--output-json", "report.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    items = {i["id"]: i for i in cli.items_of(cli.json("report.json"))}
+    assert {name: i["status"] for name, i in items.items()} == {
+        "swaps": "passed",
+        "closes": "error",  # (its own evaluate printed to the stderr it closed)
+        "after-1": "passed",
+        "after-2": "passed",
+    }
+    for name in ("after-1", "after-2"):
+        assert (items[name]["stdout"], items[name]["stderr"]) == (
+            f"hello from {name}\n",
+            f"evaluated {name}\n",
+        )
+    default = str(signal.default_int_handler)
+    assert items["after-2"]["output"] == [default, default]

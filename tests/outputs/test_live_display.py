@@ -285,6 +285,46 @@ def test_a_forked_items_crash_dump_is_in_its_record_not_over_the_bars(tmp_path: 
     assert items[1]["stderr"].startswith("Fatal Python error: Segmentation fault")
 
 
+HANDLERS_FROM_SET_UP = """
+    import logging
+    import sys
+    from agenteval import BaseEvaluator
+
+    class Logs(BaseEvaluator):
+        def set_up(self):
+            self.log = logging.getLogger("agent")
+            self.log.handlers[:] = [logging.StreamHandler()]  # (on sys.stderr as it is now)
+            self.log.setLevel(logging.INFO)
+            self.out = sys.stdout
+
+        def get_dataset(self):
+            return [{"id": f"l{i}"} for i in range(3)]
+
+        def run(self, item):
+            self.log.info("agent log for %s", item["id"])
+            print("print via saved stdout", item["id"], file=self.out)
+            return "ok"
+
+        def evaluate(self, output, item):
+            pass
+"""
+
+
+@pytest.mark.parametrize("isolation", ["item", "worker"])
+def test_a_forked_item_writing_through_streams_kept_in_set_up_is_captured(
+    tmp_path: Path, isolation: str
+) -> None:
+    # in the child they were the display's stand-ins, whose lines no thread drew: lost
+    write_evaluator(tmp_path, "logs_eval", HANDLERS_FROM_SET_UP)
+    args = ("evals", "-c", "2", "--isolation", isolation, "--runs-dir", "runs")
+    code, raw = run_on_a_terminal(tmp_path, *args, "--output-json", "out.json")
+    assert code == 0, raw
+    items = json.loads((tmp_path / "out.json").read_text())["evaluators"][0]["items"]
+    assert [(i["stdout"], i["stderr"]) for i in items] == [
+        (f"print via saved stdout l{n}\n", f"agent log for l{n}\n") for n in range(3)
+    ]
+
+
 def run_piped(root: Path, command: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``agenteval COMMAND`` through the shell (its redirections), stderr captured."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTEVAL_")}

@@ -321,10 +321,13 @@ def _child_main(
         gc.freeze()
         # SIGINT/SIGTERM are blocked since before the fork: set our own dispositions, leave
         # the CLI's process group, then let signals in
-        _signal.signal(_SIGINT, _SIG_IGN)  # Ctrl-C is the parent's to handle
+        _signal.signal(_SIGINT, _SIG_IGN)  # (a terminal's Ctrl-C pending is the parent's)
         _signal.signal(_SIGTERM, _SIG_DFL)
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
+        # out of the terminal's group: SIGINT as in a sequential run (and for what the item
+        # starts, which would inherit an ignored one: a server stopped with SIGINT, say)
+        _signal.signal(_SIGINT, _signal.default_int_handler)
         _signal.pthread_sigmask(_SIG_UNBLOCK, _SIGNALS)
         _set_parent_death_signal()
         if os.getppid() != parent:
@@ -342,8 +345,13 @@ def _child_main(
             sys.modules["faulthandler"].enable(file=2)  # a crash dump is the item's stderr
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
+        if (live := sys.modules.get("agenteval.outputs._live")) is not None:
+            # a handler made in set_up may hold the live display's stand-in for a stream,
+            # whose lines no thread of this process would ever draw
+            live.pass_through({1: sys.__stdout__, 2: sys.__stderr__})
         _lessons.tell = lambda kind, value: _send_lesson(wfd, kind, value)
         evaluator, task = first
+        streams = {name: getattr(sys, name) for name in _STREAMS}
         while True:
             _run_one(evaluator, task, wfd, out, err, max_output_bytes)
             grant = _read_grant(ctl) if ctl is not None else None
@@ -351,6 +359,7 @@ def _child_main(
                 break  # no more items for this process
             evaluator, task = held[grant]
             _standard_fds(out, err)  # the item before may have put others in their place
+            _streams_back(streams)  # ... or closed them
             _write_line(wfd, _ACK, masked=False)
     except BaseException:
         import traceback
@@ -377,6 +386,36 @@ def _standard_fds(out: IO[bytes], err: IO[bytes]) -> None:
         os.dup2(stream.fileno(), standard)
 
 
+_STREAMS = ("stdin", "stdout", "stderr")
+
+
+def _streams_back(streams: dict[str, Any]) -> None:
+    """``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` as the worker's first item found
+    them: the item before may have replaced or closed one (a closed one is opened anew)."""
+    for fd, name in enumerate(_STREAMS):
+        stream = streams[name]
+        if stream is None:
+            continue
+        if getattr(stream, "closed", False):
+            stream = streams[name] = _reopened(fd, stream)
+        setattr(sys, name, stream)
+
+
+def _reopened(fd: int, like: Any) -> IO[str]:
+    """A text stream on ``fd``, set up as ``like`` was (it lives as long as the process)."""
+    fresh = open(  # noqa: SIM115 - it lives as long as the process
+        fd,
+        "r" if fd == 0 else "w",
+        buffering=1 if getattr(like, "line_buffering", False) else -1,
+        encoding=getattr(like, "encoding", None),
+        errors=getattr(like, "errors", None),
+        closefd=False,
+    )
+    if fd:
+        fresh.reconfigure(write_through=getattr(like, "write_through", False))
+    return fresh
+
+
 def _fresh_streams() -> None:
     """Give the child ``sys.stdout`` and ``sys.stderr`` of its own, on its capture files.
 
@@ -394,15 +433,7 @@ def _fresh_streams() -> None:
             stream = stream.proxied
         if original is None or stream is not original:
             continue
-        fresh = open(  # noqa: SIM115 - it lives as long as the process
-            fd,
-            "w",
-            buffering=1 if original.line_buffering else -1,
-            encoding=original.encoding,
-            errors=original.errors,
-            closefd=False,
-        )
-        fresh.reconfigure(write_through=original.write_through)
+        fresh = _reopened(fd, original)
         setattr(sys, name, fresh)
         setattr(sys, f"__{name}__", fresh)
 

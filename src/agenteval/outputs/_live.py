@@ -24,7 +24,8 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 from .._executors._base import LIVE_THREAD
@@ -32,6 +33,20 @@ from ._text import printable
 
 EVERY = 0.1
 """Seconds between two draws."""
+
+
+_MADE: weakref.WeakSet[HeldLines] = weakref.WeakSet()
+"""Every stand-in made in this process (a forked child may inherit some in use)."""
+
+
+def pass_through(streams: Mapping[int, IO[str] | None]) -> None:
+    """In a forked child, where no thread draws the display: every stand-in made so far
+    writes straight to the stream ``streams`` gives for its descriptor."""
+    for held in list(_MADE):
+        held.passing = True
+        with contextlib.suppress(Exception):  # (its stream closed, say: it keeps its own)
+            if (stream := streams.get(held.proxied.fileno())) is not None:
+                held.proxied = stream
 
 
 class HeldLines:
@@ -49,6 +64,7 @@ class HeldLines:
         self.before_write: Callable[[], None] | None = None  # (TerminalFds.drain)
         self.passing = False  # the display stopped: straight to the stream (a logging
         # handler made meanwhile still holds this stand-in)
+        _MADE.add(self)
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):  # as a text stream would: the item's own error
