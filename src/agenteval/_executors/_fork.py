@@ -12,7 +12,8 @@ child from a pipe. Faults stay with their item:
 Each child leads its own process group, with stdin on /dev/null: a Ctrl-C or a SIGTERM sent
 to the CLI's whole group (a terminal, ``timeout``, a CI runner) reaches only the parent,
 which then applies the grace period, and every signal the parent sends to an item — and the
-final sweep once it has exited — reaches the subprocesses the item started too.
+final sweep once it has exited — reaches the subprocesses the item started too, unless one
+left the item's process group (``start_new_session=True``, a daemon).
 
 With ``--isolation worker`` a child is a *worker* that runs items one after another. The
 parent pulls tasks ahead and numbers them; a worker is forked holding every task pulled
