@@ -162,3 +162,43 @@ def test_fork_child_output_stays_off_the_console(output_run: Any) -> None:
 def test_fork_captured_output_is_capped(output_run: Any) -> None:
     noisy = output_run.items["noisy"]["stdout"]
     assert noisy == "n" * 65536 + "\n… [134464 more bytes not kept]"
+
+
+FLOODS = """
+import os
+import time
+
+from agenteval import BaseEvaluator
+
+
+class Floods(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "floods"}]
+
+    def run(self, item):
+        line = b"log line " * 1000 + b"\\n"
+        for _ in range(64 * 1024 * 1024 // len(line)):  # 64 MB of logging
+            os.write(1, line)
+        held = os.fstat(1).st_blocks * 512
+        for _ in range(100):  # the parent looks every half second
+            if held < 8 * 1024 * 1024:
+                break
+            time.sleep(0.1)
+            held = os.fstat(1).st_blocks * 512
+        return held
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_fork_what_an_item_prints_past_the_cap_is_not_held_in_memory(cli: Any) -> None:
+    # the capture file is in memory: 64 MB printed held 64 MB of RAM until the item ended
+    cli.write("floods.py", FLOODS)
+    result = cli.run("floods.py", "-c", "2", "--no-progress", "--output-json", "report.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (item,) = cli.items_of(cli.json("report.json"))
+    assert item["output"] < 8 * 1024 * 1024
+    assert item["stdout"].endswith(
+        f"… [{64 * 1024 * 1024 // 9001 * 9001 - 65536} more bytes not kept]"
+    )

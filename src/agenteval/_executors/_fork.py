@@ -48,6 +48,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -200,13 +201,45 @@ _prctl: Any = None
 
 
 def _load_prctl() -> None:
-    """Look ``prctl`` up once, in the parent: loading libc in every child costs faults."""
-    global _prctl
+    """Look ``prctl`` (and ``fallocate``) up once, in the parent: loading libc in every
+    child costs faults."""
+    global _prctl, _fallocate
     if _prctl is None and sys.platform.startswith("linux"):
         try:
-            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+            libc = ctypes.CDLL(None, use_errno=True)
+            _prctl = libc.prctl
         except (OSError, AttributeError):
             _prctl = False
+            return
+        fallocate = getattr(libc, "fallocate", None)
+        if fallocate is not None:
+            fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+        _fallocate = fallocate or False
+
+
+_fallocate: Any = None
+"""libc's ``fallocate``, once looked up (False: not there)."""
+
+_TRIM_EVERY = 0.5
+"""Seconds between two looks at the size of the running items' capture files."""
+
+_TRIM_PAST = CAPTURE_LIMIT + 4 * 1024 * 1024
+"""A capture file larger than this gives its memory back past CAPTURE_LIMIT."""
+
+
+def _trim_captures(children: Iterable[_Child]) -> None:
+    """Give back the memory of what running items printed past CAPTURE_LIMIT, which no
+    record keeps: a capture file lives in memory, and an agent logging hundreds of MB at
+    ``-c 50`` would otherwise hold them all until its item ends. The bytes past the limit
+    become a hole (the size stays, so the record still says how many were not kept)."""
+    if not _fallocate:
+        return
+    for child in children:
+        for capture in (child.out, child.err):
+            with contextlib.suppress(OSError, ValueError):
+                size = os.fstat(capture.fileno()).st_size
+                if size > _TRIM_PAST:  # (3: FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
+                    _fallocate(capture.fileno(), 3, CAPTURE_LIMIT, size - CAPTURE_LIMIT)
 
 
 def _set_parent_death_signal() -> None:
@@ -663,9 +696,13 @@ class ForkExecutor(Executor):
         pending: _Pending = {}
         source = _Source(tasks, self._held)
         stop_deadline: float | None = None
+        trim_at = time.monotonic() + _TRIM_EVERY
         try:
             while True:
                 now = time.monotonic()
+                if now >= trim_at:
+                    trim_at = now + _TRIM_EVERY
+                    _trim_captures(children.values())
                 if stop.requested and stop_deadline is None:
                     stop_deadline = now + stop.grace
                     for child in children.values():  # workers start nothing more
