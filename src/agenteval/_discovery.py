@@ -28,6 +28,20 @@ _ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
 _on_path: set[Path] = set()
 """The evaluator folders put on ``sys.path`` so far."""
 
+_shims: Path | None = None
+"""A folder on ``sys.path`` holding, for each evaluator file imported, a module of the name
+it was imported under that imports it again: a process ``multiprocessing`` spawns (rather
+than forks) gets the functions and classes of an evaluator file it is sent by that name."""
+
+_SHIM = """# written by agenteval: {path!r} again, under this module's name
+import importlib.util as _util, sys as _sys
+
+_spec = _util.spec_from_file_location(__name__, {path!r})
+_module = _util.module_from_spec(_spec)
+_sys.modules[__name__] = _module
+_spec.loader.exec_module(_module)
+"""
+
 
 @dataclass(frozen=True)
 class EvaluatorSpec:
@@ -146,6 +160,7 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
+        _importable_again(name, path)
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[name]
@@ -166,6 +181,22 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
         where = f"{shown}:{line}" if line else shown
         raise DiscoveryError(f"Could not import {where}: {described(exc)}") from None
     return module
+
+
+def _importable_again(name: str, path: Path) -> None:
+    """Let another interpreter import ``path`` as ``name`` (see ``_shims``)."""
+    global _shims
+    if _shims is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        _shims = Path(tempfile.mkdtemp(prefix="agenteval-modules-"))
+        sys.path.append(str(_shims))
+        atexit.register(shutil.rmtree, _shims, True)
+    shim = _shims / f"{name}.py"
+    if not shim.exists():
+        shim.write_text(_SHIM.format(path=str(path.resolve())), encoding="utf-8")
 
 
 def _utf16(path: Path) -> bool:

@@ -186,3 +186,38 @@ def test_an_async_item_that_forks_without_exec_runs_no_other_item_twice(cli: Any
         [f"start {n}" for n in names] + [f"end {n}" for n in names]
     )
     assert cli.statuses(cli.json("report.json")) == dict.fromkeys(names, "passed")
+
+
+SPAWNS = """
+import multiprocessing
+
+from agenteval import BaseEvaluator
+
+
+def square(x):
+    return x * x
+
+
+class Spawns(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": method} for method in ("spawn", "forkserver")]
+
+    def run(self, item):
+        with multiprocessing.get_context(item["id"]).Pool(2) as pool:
+            return pool.map(square, [1, 2, 3])
+
+    def evaluate(self, output, item):
+        assert output == [1, 4, 9]
+"""
+
+
+@pytest.mark.parametrize("extra", [(), ("-c", "2")])
+def test_a_pool_that_spawns_gets_the_evaluator_files_functions(
+    cli: Any, extra: tuple[str, ...]
+) -> None:
+    # a spawned process could not import the evaluator file's module by its name, so
+    # its pool workers died over and over: the item hung for good (or until --timeout)
+    cli.write("spawns.py", SPAWNS)
+    result = cli.run("spawns.py", "--no-progress", *extra, "--output-json", "report.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {"spawn": "passed", "forkserver": "passed"}
