@@ -784,15 +784,20 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
     """While items run. First SIGINT/SIGTERM: stop scheduling, let in-flight items finish
     within the grace period. Second: stop at once (raises HardStop in the main thread)."""
     timer: list[threading.Timer] = []
+    over = threading.Event()
 
     def handler(name: str, signum: int) -> None:
         if stop.requested is None:
             stop.requested = name
 
-            # in-process items cannot be killed: re-signal ourselves when grace runs out
+            # in-process items cannot be killed: re-signal ourselves when grace runs out,
+            # and again while an item's code still holds the run (its cleanup blocking as
+            # the stop unwinds it: a thread pool waiting for a hung call), as a user would
             def expire() -> None:
                 stop.expired = True
                 os.kill(os.getpid(), signum)
+                while not over.wait(_AGAIN) and stop.in_item:
+                    os.kill(os.getpid(), signum)
 
             t = threading.Timer(stop.grace + stop.backstop, expire)
             t.name, t.daemon = GRACE_TIMER, True
@@ -810,8 +815,13 @@ def _signals(stop: StopState, on_first: Callable[[str], None]) -> Iterator[None]
         with _handling(handler):
             yield
     finally:
+        over.set()
         for t in timer:
             t.cancel()
+
+
+_AGAIN = 2.0
+"""Seconds between two stops at once sent to an item's code still running after the first."""
 
 
 class _CutShort(BaseException):

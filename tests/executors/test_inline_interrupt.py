@@ -45,14 +45,30 @@ CATCHES_ALL = """\
 """
 
 
-@pytest.mark.parametrize("item_catches_everything", [False, True])
+CLEANUP_BLOCKS = """\
+            import threading
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1) as pool:  # its exit waits for the hung call
+                pool.submit(threading.Event().wait).result()
+"""
+
+
+@pytest.mark.parametrize(
+    "stuck",
+    [
+        None,
+        CATCHES_ALL,  # it returns as if it had finished: still cut off
+        CLEANUP_BLOCKS,  # the stop unwinds into code that blocks: it was a hang for good
+    ],
+)
 def test_inline_interrupt_cancels_an_item_past_the_grace_period(
-    tmp_path: Path, item_catches_everything: bool
+    tmp_path: Path, stuck: str | None
 ) -> None:
     source = textwrap.dedent(HANGS)
-    if item_catches_everything:  # it returns as if it had finished: still cut off
-        source = source.replace("            time.sleep(60)\n", CATCHES_ALL)
-        assert "caught" in source
+    if stuck is not None:
+        source = source.replace("            time.sleep(60)\n", stuck)
+        assert stuck in source
     (tmp_path / "evaluators").mkdir()
     (tmp_path / "evaluators" / "hangs.py").write_text(source)
     proc = subprocess.Popen(

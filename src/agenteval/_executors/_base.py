@@ -56,6 +56,7 @@ class StopState:
     hard: bool = False  # the stop at once was raised (an item's code may have caught it)
     holding: int = 0  # inside ``held``: a stop at once waits for its end
     held_stop: str | None = None  # the signal of a stop at once that waits
+    in_item: bool = False  # an item's code runs in this process's main thread now
 
     def held(self) -> _Held:
         """A stop at once that comes meanwhile is raised at the end, not inside: what is

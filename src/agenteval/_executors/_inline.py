@@ -30,7 +30,11 @@ class InlineExecutor(Executor):
                     evaluator, task = pulled
                     started = time.perf_counter()
                     try:
-                        record = execute_item(evaluator, task, max_output_bytes=limit)
+                        stop.in_item = True
+                        try:
+                            record = execute_item(evaluator, task, max_output_bytes=limit)
+                        finally:
+                            stop.in_item = False
                         if stop.hard:  # the item's code caught the stop (except BaseException)
                             raise HardStop(stop.requested)
                     except HardStop:
