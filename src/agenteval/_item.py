@@ -8,6 +8,7 @@ data, so it can cross a pipe or a network without pickling user objects.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import inspect
 import os
 import sys
@@ -143,14 +144,46 @@ def _awaitable(value: Any) -> bool:
     return type(value) not in _NEVER_AWAITABLE and inspect.isawaitable(value)
 
 
-def _drive(awaitable: Any) -> Any:
-    """Run a coroutine from sync code on one event loop kept for this process."""
+def _drive(awaitable: Any, scope: contextvars.Context) -> Any:
+    """Run a coroutine from sync code to its end on one event loop kept for this process,
+    in the item's ``scope`` (what ``run`` sets, ``evaluate`` sees, as in one task)."""
     global _loop
-    if _loop is None or _loop.is_closed():
-        import asyncio
+    import asyncio
 
+    if _loop is None or _loop.is_closed():
         _loop = _loops.own(asyncio.new_event_loop())
-    return _loop.run_until_complete(awaitable)
+    loop = _loop
+
+    def drive() -> Any:
+        if sys.version_info >= (3, 11) and asyncio.iscoroutine(awaitable):
+            return loop.run_until_complete(loop.create_task(awaitable, context=scope))
+        return loop.run_until_complete(awaitable)  # (3.10: a copy of the scope)
+
+    return _beside_a_running_loop(drive)
+
+
+def _beside_a_running_loop(call: Callable[[], Any]) -> Any:
+    """``call()``, or, in a thread where an event loop runs already (``run_evaluations``
+    called from a notebook, or from ``asyncio.run(main())``), ``call()`` in a thread of its
+    own, waited for: a loop cannot run inside another."""
+    import asyncio
+
+    if asyncio._get_running_loop() is None:
+        return call()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="agenteval-items-loop")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 _LEFT_TASKS_WAIT = 2.0
@@ -160,22 +193,26 @@ _LEFT_TASKS_WAIT = 2.0
 def close_loop() -> None:
     """Close the event loop :func:`_drive` may have created (end of run)."""
     global _loop
-    if _loop is not None and not _loop.is_closed():
-        import asyncio
+    loop, _loop = _loop, None
+    if loop is not None and not loop.is_closed():
+        _beside_a_running_loop(lambda: _close(loop))
 
-        # tasks items left behind are cancelled, as the async executor's are: not
-        # destroyed pending, their ``finally`` never run
-        left = asyncio.all_tasks(_loop)
-        for task in left:
-            task.cancel()
-        if left:
-            _, stubborn = _loop.run_until_complete(asyncio.wait(left, timeout=_LEFT_TASKS_WAIT))
-            for task in stubborn:  # it caught every cancellation: closed with the loop, quietly
-                task._log_destroy_pending = False  # type: ignore[attr-defined]
-        _loop.run_until_complete(_loop.shutdown_asyncgens())
-        _loop.run_until_complete(_loops.release())
-        _loop.close()
-    _loop = None
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    import asyncio
+
+    # tasks items left behind are cancelled, as the async executor's are: not destroyed
+    # pending, their ``finally`` never run
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    if left:
+        _, stubborn = loop.run_until_complete(asyncio.wait(left, timeout=_LEFT_TASKS_WAIT))
+        for task in stubborn:  # it caught every cancellation: closed with the loop, quietly
+            task._log_destroy_pending = False  # type: ignore[attr-defined]
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(_loops.release())
+    loop.close()
 
 
 def execute_item(
@@ -197,18 +234,19 @@ def execute_item(
     started, me = time.perf_counter(), os.getpid()
     ctx, token = enter_item(_reporting(spent), sole=True)  # (one item at a time here)
     outcome = _Outcome()
+    scope = contextvars.copy_context()  # the item's own: no context variable leaks to the next
     try:
         outcome.stage = "run"
-        output = evaluator.run(task.input)
+        output = scope.run(evaluator.run, task.input)
         if _awaitable(output):
-            output = _drive(output)
+            output = _drive(output, scope)
         outcome.output, outcome.has_output = output, True
         if ran is not None:
             ran(output)
         outcome.stage = "evaluate"
-        done = evaluator.evaluate(output, task.input)
+        done = scope.run(evaluator.evaluate, output, task.input)
         if _awaitable(done):
-            done = _drive(done)
+            done = _drive(done, scope)
         _check_evaluated(ctx, done)
         outcome.stage = None
     except HardStop:

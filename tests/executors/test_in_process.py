@@ -5,6 +5,7 @@ the items after it start where the run did; ``os._exit`` is the item's crash."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +222,66 @@ def test_a_pool_that_spawns_gets_the_evaluator_files_functions(
     result = cli.run("spawns.py", "--no-progress", *extra, "--output-json", "report.json")
     assert result.returncode == 0, result.stdout + result.stderr
     assert cli.statuses(cli.json("report.json")) == {"spawn": "passed", "forkserver": "passed"}
+
+
+CONTEXT_VARIABLES = """
+import contextvars
+
+from agenteval import BaseEvaluator
+from agenteval.assertions import StringContains
+
+TRACE = contextvars.ContextVar("TRACE", default="unset")
+
+
+class Traces(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}, {"id": "b"}]
+
+    {prefix}def run(self, item):
+        seen = TRACE.get()  # nothing the item before set
+        TRACE.set("trace-" + item["id"])
+        return seen
+
+    {prefix}def evaluate(self, output, item):
+        self.assert_that(StringContains("unset"), output)
+        self.assert_that(StringContains("trace-" + item["id"]), TRACE.get())
+"""
+
+
+@pytest.mark.parametrize("executor", ["inline", "async", "fork"])
+def test_a_context_variable_set_in_run_is_seen_by_evaluate_alone(cli: Any, executor: str) -> None:
+    # an async run's variable was lost before evaluate (sequential, fork), and a sync
+    # item's leaked into the next item (sequential), unlike under --executor async
+    result = run_in(cli, executor, "traces.py", CONTEXT_VARIABLES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    if executor != "async":  # (sync methods too)
+        sync = run_in(cli, "inline", "traces_sync.py", CONTEXT_VARIABLES.replace("Traces", "Sync"))
+        assert sync.returncode == 0, sync.stdout + sync.stderr
+
+
+def test_run_evaluations_of_an_async_evaluator_from_inside_an_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a notebook cell, asyncio.run(main()), an async test: "Cannot run the event loop while
+    # another loop is running", for every item
+    import asyncio
+
+    from agenteval import BaseEvaluator, run_evaluations
+
+    monkeypatch.chdir(tmp_path)
+
+    class Awaits(BaseEvaluator):
+        def get_dataset(self) -> list[dict[str, int]]:
+            return [{"id": 0}, {"id": 1}]
+
+        async def run(self, item: dict[str, int]) -> str:
+            await asyncio.sleep(0)
+            return "ok"
+
+        async def evaluate(self, output: str, item: dict[str, int]) -> None:
+            assert output == "ok"
+
+    async def main() -> int:
+        return run_evaluations([Awaits], outputs=[], journal=False).exit_code
+
+    assert asyncio.run(main()) == 0
