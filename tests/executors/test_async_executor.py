@@ -123,6 +123,41 @@ class Stubborn(BaseEvaluator):
         pass
 """
 
+SLOW_SET_UP_NEXT = """
+import asyncio
+import time
+from pathlib import Path
+
+from agenteval import BaseEvaluator
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": f"a{n}"} for n in range(6)]
+
+    async def run(self, item):
+        await asyncio.sleep(0.2)
+        return "ok"
+
+    async def evaluate(self, output, item):
+        pass
+
+
+class Second(BaseEvaluator):
+    def set_up(self):
+        Path("setting-up").touch()
+        time.sleep(30)
+
+    def get_dataset(self):
+        return [{"id": "b0"}]
+
+    async def run(self, item):
+        return "ok"
+
+    async def evaluate(self, output, item):
+        pass
+"""
+
 SYNC_EVALUATOR = """
 from agenteval import BaseEvaluator
 
@@ -751,6 +786,18 @@ def stubborn(cli: Any) -> dict[str, Any]:
     return {"cli": cli, "result": cli.finish(proc, started)}
 
 
+def stopped_in_set_up(cli: Any) -> dict[str, Any]:
+    cli.write("two.py", SLOW_SET_UP_NEXT)
+    started = time.monotonic()
+    proc = cli.start("two.py", "--executor", "async", "-c", "3", "--no-progress")
+    assert cli.wait_until(lambda: (cli.root / "setting-up").exists(), 20)
+    time.sleep(1)  # First's items are all done by now
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGINT)  # stop at once, inside Second's set_up
+    return {"cli": cli, "result": cli.finish(proc, started)}
+
+
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
@@ -808,6 +855,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "interrupted": (interrupted, 1.0),
         "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
         "stubborn": (stubborn,),
+        "stopped-in-set-up": (stopped_in_set_up,),
         "sync": (sync,),
         "cancels": (cancels,),
         "cancels-with-timeout": (cancels, "--timeout", "10"),
@@ -924,6 +972,17 @@ def test_async_grace_expiry_with_items_that_catch_their_cancellation(
         "notice: the event loop was still busy 1 s after the last item (blocking code in a "
         "task an item left running): the run ended without it"
     ) in result.stdout
+
+
+def test_async_a_stop_at_once_in_the_next_set_up_keeps_what_finished(
+    async_runs: dict[str, Any],
+) -> None:
+    # the records read off the loop last, held until the next evaluator's set_up returned,
+    # were lost with it: resume ran them (and paid for them) again
+    got = async_runs["stopped-in-set-up"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert {r["id"]: r["status"] for r in cli.records()} == {f"a{n}": "passed" for n in range(6)}
 
 
 def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(

@@ -222,15 +222,19 @@ class AsyncExecutor(Executor):
         finished: list[ItemResult] = []
         while True:
             submitted = 0
-            while not exhausted and not stop.requested and len(running) < ahead:
-                pulled = next(tasks, None)
-                if pulled is None:
-                    exhausted = True
-                    break
-                key = next(keys)
-                running[key] = pulled
-                items.submit(key, *pulled)
-                submitted += 1
+            try:
+                while not exhausted and not stop.requested and len(running) < ahead:
+                    pulled = next(tasks, None)  # (may run the next evaluator's set_up)
+                    if pulled is None:
+                        exhausted = True
+                        break
+                    key = next(keys)
+                    running[key] = pulled
+                    items.submit(key, *pulled)
+                    submitted += 1
+            except BaseException:  # stopped at once meanwhile: what finished is kept
+                on_result(*finished)
+                raise
             if submitted:
                 items.wake()
             ahead = 2 * self.options.concurrency
