@@ -184,19 +184,25 @@ def _import_file(path: Path, shown: str, root: Path) -> object:
 
 
 def _importable_again(name: str, path: Path) -> None:
-    """Let another interpreter import ``path`` as ``name`` (see ``_shims``)."""
+    """Let another interpreter import ``path`` as ``name`` (see ``_shims``), if a file can
+    be written for it (only a process an item spawns needs it)."""
     global _shims
-    if _shims is None:
-        import atexit
-        import shutil
-        import tempfile
+    try:
+        if _shims is None:
+            import atexit
+            import shutil
+            import tempfile
 
-        _shims = Path(tempfile.mkdtemp(prefix="agenteval-modules-"))
-        sys.path.append(str(_shims))
-        atexit.register(shutil.rmtree, _shims, True)
-    shim = _shims / f"{name}.py"
-    if not shim.exists():
-        shim.write_text(_SHIM.format(path=str(path.resolve())), encoding="utf-8")
+            _shims = Path(tempfile.mkdtemp(prefix="agenteval-modules-"))
+            sys.path.append(str(_shims))
+            atexit.register(shutil.rmtree, _shims, True)
+        shim = _shims / f"{name}.py"
+        if not shim.exists():  # (written whole or not at all: renamed into place)
+            part = shim.with_suffix(".part")
+            part.write_text(_SHIM.format(path=str(path.resolve())), encoding="utf-8")
+            part.replace(shim)
+    except OSError:  # (a full or read-only temporary folder, a file size limit)
+        return
 
 
 def _utf16(path: Path) -> bool:
