@@ -347,3 +347,12 @@ def test_outside_an_item_a_thread_is_told_how_to_carry_the_item_along() -> None:
         "item is not known; start it with contextvars.copy_context().run, or use "
         "asyncio.to_thread"
     ]
+
+
+def test_an_asyncio_error_is_named_by_its_public_name() -> None:
+    import asyncio
+
+    from agenteval._item import error_info
+
+    for exc in (asyncio.CancelledError("x"), asyncio.InvalidStateError()):
+        assert error_info("run", exc).type == f"asyncio.{type(exc).__name__}"

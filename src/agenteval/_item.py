@@ -427,6 +427,8 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
     name = cls.__qualname__ if plain else f"{cls.__module__}.{cls.__qualname__}"
     if cls is pydantic.ValidationError:  # defined in a private module: its public name
         name = "pydantic.ValidationError"
+    elif cls.__module__.startswith("asyncio."):  # (asyncio.exceptions.CancelledError, ...)
+        name = f"asyncio.{cls.__qualname__}"
     try:
         message = _validation_text(exc) if isinstance(exc, pydantic.ValidationError) else str(exc)
     except Exception:  # a broken __str__ must not lose the item

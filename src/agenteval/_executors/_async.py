@@ -730,7 +730,7 @@ def _raised_by_item(evaluator: BaseEvaluator, exc: asyncio.CancelledError) -> Er
         exc = exc.__context__
     evaluate = getattr(type(evaluator).evaluate, "__code__", None)
     stage: Stage = "evaluate" if evaluate is not None and _passed_through(exc, evaluate) else "run"
-    return error_info(stage, exc).model_copy(update={"type": "CancelledError"})
+    return error_info(stage, exc)
 
 
 def _passed_through(exc: BaseException, code: CodeType) -> bool:
