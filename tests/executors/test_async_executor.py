@@ -969,8 +969,8 @@ def test_async_grace_expiry_with_items_that_catch_their_cancellation(
     # and "Task was destroyed but it is pending")
     assert result.stderr == "", result.stderr
     assert (
-        "notice: the event loop was still busy 1 s after the last item (blocking code in a "
-        "task an item left running): the run ended without it"
+        "notice: the event loop was still busy 1 s after the items in flight were cancelled "
+        "(blocking code in an item or a task it left): the run ended without it"
     ) in result.stdout
 
 

@@ -175,10 +175,16 @@ class AsyncExecutor(Executor):
             limit = _CLOSE_LIMIT if wait is None else wait
             self._items.close(limit)
             if self._items.closing_held():
-                # blocking code in a task an item left (a time.sleep in its finally, say)
+                # blocking code in a task an item left (a time.sleep in its finally, say),
+                # or in an item cut off (cancelled, it has not given the loop back yet)
+                after, whose = (
+                    ("the last item", "a task an item left running")
+                    if wait is None
+                    else ("the items in flight were cancelled", "an item or a task it left")
+                )
                 self.notices.append(
-                    f"the event loop was still busy {limit:g} s after the last item "
-                    f"(blocking code in a task an item left running): the run ended without it"
+                    f"the event loop was still busy {limit:g} s after {after} (blocking code "
+                    f"in {whose}): the run ended without it"
                 )
                 self._items.abandon()
             if self._items.stalls is not None:
