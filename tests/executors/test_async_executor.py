@@ -1350,3 +1350,52 @@ def test_async_model_calls_in_run_in_executor_count_for_the_item(cli: Any) -> No
         "to-thread": 7,
         "in-executor": 7,
     }
+
+
+LEFT_SUBPROCESS = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator, run_evaluations
+
+
+class LeftProcess(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "starts"}, {"id": "waits"}]
+
+    async def run(self, item):
+        if item["id"] == "starts":
+
+            async def later():
+                await asyncio.sleep(0.1)
+                process = await asyncio.create_subprocess_exec("sleep", "60")
+                await process.wait()
+
+            asyncio.get_running_loop().create_task(later())
+        else:
+            await asyncio.sleep(0.5)
+        return "ok"
+
+    async def evaluate(self, output, item):
+        pass
+
+
+summary = run_evaluations([LeftProcess], executor="async", concurrency=2, outputs=[], journal=False)
+print(summary.exit_code)
+time.sleep(0.5)  # (a script going on after the run: the news of the killed process comes)
+"""
+
+
+def test_async_a_process_a_left_task_started_is_ended_while_the_loop_can_hear_it(
+    tmp_path: Any,
+) -> None:
+    # it was killed after the loop closed: "Loop ... that handles pid ... is closed"
+    import subprocess
+    import sys
+
+    (tmp_path / "left.py").write_text(LEFT_SUBPROCESS)
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "left.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "0\n", "")

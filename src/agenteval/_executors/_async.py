@@ -89,6 +89,10 @@ _CLOSE_LIMIT = _SHUTDOWN_WAIT + 3.0
 """Seconds the end of a run waits for the loop to close: a task left blocking it (code that
 never awaits) must not hold the run's end for good."""
 
+_HEAR_ENDS = 0.05
+"""Seconds the loop stays open after killing what tasks items left started, for the news
+of their end (asyncio's child watcher tells the loop)."""
+
 _CLOSE_MARGIN = 0.25
 """Seconds of a shorter wait for the loop to close (an interrupted run's) kept for what
 comes after the tasks' end: closing async generators, the threads of ``to_thread``."""
@@ -485,6 +489,9 @@ class _ItemLoop:
                 for t in left:  # it caught every cancellation: closed with the loop, quietly
                     t._log_destroy_pending = False  # type: ignore[attr-defined]
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            if self._children.end_all():  # (what tasks left started: killed while the loop
+                # can still hear of their end, not after: "Loop ... is closed" warnings)
+                self.loop.run_until_complete(asyncio.sleep(_HEAR_ENDS))
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
             # after the generators: their cleanup may still call a model
             self.loop.run_until_complete(_loops.release())

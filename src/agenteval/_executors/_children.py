@@ -48,10 +48,15 @@ class Children:
             yield
         finally:
             subprocess.Popen = original  # type: ignore[misc]
-            with self._lock:
-                keys = list(self._by_item)
-            for key in keys:
-                self.end(key)
+            self.end_all()
+
+    def end_all(self) -> bool:
+        """Kill what every item started that still runs; whether there was any."""
+        with self._lock:
+            keys = list(self._by_item)
+        for key in keys:
+            self.end(key)
+        return bool(keys)
 
     def note(self, key: int, proc: subprocess.Popen[Any], grouped: bool) -> None:
         with self._lock:
