@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec
 
 from pydantic import BaseModel
 from pydantic_core import to_json
@@ -1125,6 +1125,37 @@ def _as_paths(paths: Any) -> list[str | Path | type[BaseEvaluator]]:
     return listed
 
 
+_P = ParamSpec("_P")
+
+_RUNNING: list[tuple[int, int]] = []
+"""The runs going on, as (process, thread): a run nested in an item of another is fine."""
+_RUNNING_LOCK = threading.Lock()
+
+
+def _one_run_per_process(run: Callable[_P, RunSummary]) -> Callable[_P, RunSummary]:
+    """Refuse a run while another thread of this process runs one: the two would share
+    the process's signal handlers, its ``os._exit`` guard and its subprocess tracking."""
+
+    @wraps(run)
+    def one(*args: _P.args, **kwargs: _P.kwargs) -> RunSummary:
+        me = (os.getpid(), threading.get_ident())
+        with _RUNNING_LOCK:
+            if any(other[0] == me[0] and other != me for other in _RUNNING):
+                raise UsageError(
+                    "run_evaluations is already running in another thread of this process: "
+                    "run them one after another, or each in a process of its own"
+                )
+            _RUNNING.append(me)
+        try:
+            return run(*args, **kwargs)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.remove(me)
+
+    return one
+
+
+@_one_run_per_process
 def run_evaluations(
     paths: Iterable[str | Path | type[BaseEvaluator]] = ("evaluators",),
     *,

@@ -285,3 +285,47 @@ def test_run_evaluations_of_an_async_evaluator_from_inside_an_event_loop(
         return run_evaluations([Awaits], outputs=[], journal=False).exit_code
 
     assert asyncio.run(main()) == 0
+
+
+def test_run_evaluations_in_two_threads_at_once_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # they shared the process's signal handlers, os._exit guard and Popen: a metaclass
+    # TypeError, an item's "event loop is already running", os._exit left patched
+    import threading
+
+    from agenteval import BaseEvaluator, UsageError, run_evaluations
+
+    monkeypatch.chdir(tmp_path)
+    started, release = threading.Event(), threading.Event()
+
+    class Waits(BaseEvaluator):
+        def get_dataset(self) -> list[dict[str, int]]:
+            return [{"id": 0}]
+
+        def run(self, item: dict[str, int]) -> str:
+            started.set()
+            release.wait(10)
+            return "ok"
+
+        def evaluate(self, output: str, item: dict[str, int]) -> None:
+            pass
+
+    codes: list[int] = []
+    first = threading.Thread(
+        target=lambda: codes.append(run_evaluations([Waits], outputs=[], journal=False).exit_code)
+    )
+    first.start()
+    try:
+        assert started.wait(10)
+        with pytest.raises(UsageError) as refused:
+            run_evaluations([Waits], outputs=[], journal=False)
+    finally:
+        release.set()
+        first.join(10)
+    assert str(refused.value) == (
+        "run_evaluations is already running in another thread of this process: run them "
+        "one after another, or each in a process of its own"
+    )
+    assert codes == [0]
+    assert run_evaluations([Waits], outputs=[], journal=False).exit_code == 0  # (then free)
