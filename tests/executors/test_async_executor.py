@@ -158,6 +158,33 @@ class Second(BaseEvaluator):
         pass
 """
 
+EXITS_IN_A_TASK = """
+import asyncio
+import os
+import sys
+
+from agenteval import BaseEvaluator
+
+
+class ExitsInATask(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "os-exit"}, {"id": "sys-exit"}, {"id": "fine"}]
+
+    async def run(self, item):
+        async def worker():
+            if item["id"] == "os-exit":
+                os._exit(5)
+            sys.exit(4)
+
+        if item["id"] != "fine":
+            asyncio.get_running_loop().create_task(worker())
+        await asyncio.sleep(0.2)
+        return "ok"
+
+    async def evaluate(self, output, item):
+        pass
+"""
+
 SYNC_EVALUATOR = """
 from agenteval import BaseEvaluator
 
@@ -798,6 +825,10 @@ def stopped_in_set_up(cli: Any) -> dict[str, Any]:
     return {"cli": cli, "result": cli.finish(proc, started)}
 
 
+def exits_in_a_task(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "exits.py", EXITS_IN_A_TASK, "-c", "3")
+
+
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
@@ -856,6 +887,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
         "stubborn": (stubborn,),
         "stopped-in-set-up": (stopped_in_set_up,),
+        "exits-in-a-task": (exits_in_a_task,),
         "sync": (sync,),
         "cancels": (cancels,),
         "cancels-with-timeout": (cancels, "--timeout", "10"),
@@ -983,6 +1015,20 @@ def test_async_a_stop_at_once_in_the_next_set_up_keeps_what_finished(
     cli, result = got["cli"], got["result"]
     assert result.returncode == 130, result.stdout + result.stderr
     assert {r["id"]: r["status"] for r in cli.records()} == {f"a{n}": "passed" for n in range(6)}
+
+
+def test_async_a_task_of_an_item_that_ends_the_process_is_that_items_fault(
+    async_runs: dict[str, Any],
+) -> None:
+    # it was swallowed: the items passed, with pages of tracebacks (fork: crashed, error)
+    got = async_runs["exits-in-a-task"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == ""
+    report = cli.json("report.json")
+    assert cli.statuses(report) == {"os-exit": "crashed", "sys-exit": "error", "fine": "passed"}
+    errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
+    assert (errors["sys-exit"]["type"], errors["sys-exit"]["message"]) == ("SystemExit", "4")
 
 
 def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(

@@ -38,15 +38,18 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from types import CodeType
 from typing import Any
 
 from .. import _loops
+from .._errors import described
 from .._evaluator import BaseEvaluator
 from .._item import (
     CANCELLED,
     HardStop,
     ItemTask,
+    ProcessExit,
     aexecute_item,
     closed_with_loop,
     end_forked_copy,
@@ -55,7 +58,7 @@ from .._item import (
     guarding_exit,
     recorded_output,
 )
-from .._results import ErrorInfo, ItemResult, ItemUsage, Stage
+from .._results import ErrorInfo, ItemResult, ItemStatus, ItemUsage, Stage
 from ._base import Executor, OnResult, StopState, TaskSource, cancelled_record
 from ._children import Children
 from ._daemon_pool import DaemonPool
@@ -193,6 +196,7 @@ class AsyncExecutor(Executor):
                 self._items.abandon()
             if self._items.stalls is not None:
                 self.notices.extend(self._items.stalls.notices())
+            self.notices.extend(self._items.exits)
 
     @staticmethod
     def _cut_off(
@@ -379,6 +383,13 @@ class _ItemLoop:
         self._settling: set[int] = set()  # deadlines looked at again once the loop caught up
         self.stalls = Stalls() if timeout is not None else None
         self._children = children  # the processes the items start
+        # the tasks items create, and whose they are: one that ends the process (sys.exit,
+        # os._exit) is its item's fault, as it would be in a process of the item's own
+        self._owners: weakref.WeakKeyDictionary[asyncio.Future[Any], tuple[int, ItemTask]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._fatal: dict[int, BaseException] = {}  # item key -> what a task of it raised
+        self.exits: list[str] = []  # notices of those that came too late for their item
         self.loop = _new_loop()
         self._thread = threading.Thread(target=self._main, name=_LOOP_THREAD, daemon=True)
         self._thread.start()
@@ -455,6 +466,7 @@ class _ItemLoop:
         # asyncio.to_thread and run_in_executor(None, ...): a call still running when its
         # item timed out must not hold the run's end, nor the process's exit
         self.loop.set_default_executor(DaemonPool(_THREADS, "agenteval-to-thread"))
+        self.loop.set_task_factory(self._new_task)
         if self.stalls is not None:
             self.stalls.beat_at = time.monotonic()
             time_loop(self.loop, self.stalls)
@@ -463,8 +475,10 @@ class _ItemLoop:
             while not self._closing:
                 # a task the user started may raise these through the loop: not theirs
                 # to end the run, and the items still in flight must still be recorded
-                with contextlib.suppress(SystemExit, KeyboardInterrupt):
+                try:
                     self.loop.run_forever()
+                except (SystemExit, KeyboardInterrupt) as exc:
+                    self._exited(exc)
             self._shutdown()
         except _Abandoned:  # given up: nobody reads what it would do
             for task in asyncio.all_tasks(self.loop):  # closed with the loop, quietly
@@ -496,6 +510,33 @@ class _ItemLoop:
             # after the generators: their cleanup may still call a model
             self.loop.run_until_complete(_loops.release())
             self.loop.run_until_complete(self.loop.shutdown_default_executor())
+
+    def _new_task(self, loop: Any, coro: Any, **options: Any) -> asyncio.Task[Any]:
+        """The loop's task factory: a task as usual, noted as its item's."""
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **options)
+        key = ITEM.get(None)
+        if key is not None and (item := self._tasks.get(key)) is not None:
+            self._owners[task] = (key, item)
+        return task
+
+    def _exited(self, exc: BaseException) -> None:
+        """A task an item created ended the process's way (``sys.exit``, ``os._exit``,
+        ``KeyboardInterrupt``): its item is ``crashed`` or ``error``, as under the other
+        executors, if it still runs; else the run says so."""
+        owner = None
+        for task, (key, item) in list(self._owners.items()):
+            if task.done() and not task.cancelled() and task.exception() is exc:
+                owner = (key, item)  # (exception() also marks it as seen: no log at exit)
+                break
+        if owner is not None and owner[0] in self._current:
+            self._fatal[owner[0]] = exc
+            self._current[owner[0]].cancel()
+            return
+        whose = f"item {owner[1].id!r} of {owner[1].evaluator_id}" if owner else "an item"
+        self.exits.append(
+            f"a task that {whose} left running raised {described(exc)} after the item "
+            f"ended: it ended nothing"
+        )
 
     def _close(self) -> None:
         if not self._closing:  # (once closing, stopping the loop would cut the shutdown short)
@@ -681,6 +722,13 @@ class _ItemLoop:
             )
             return self._overran(key, record) if self.stalls is not None else record
         except asyncio.CancelledError as exc:
+            fatal = self._fatal.pop(key, None)
+            if fatal is not None:  # a task of the item's ended the process's way
+                status: ItemStatus = "crashed" if isinstance(fatal, ProcessExit) else "error"
+                record = fault_record(
+                    task, error_info("run", fatal), time.perf_counter() - started, status
+                )
+                return self.with_output(record, key)
             if key in self._ours:
                 raise
             if key in self._timed_out:
