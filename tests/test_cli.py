@@ -313,6 +313,29 @@ def test_cli_k_and_tag_select_evaluators(cli: Cli, write: Write) -> None:
     assert cli("run", "-k", "failing.py::Failing").code == 1
     result = cli("run", "-k", "zzz")
     assert result.code == 2 and "matches -k 'zzz'" in result.stderr
+    assert cli("run", "--tag", "SMOKE").code == 0  # (as -k: regardless of case)
+    result = cli("run", "--tag", "nightly")
+    assert result.stderr == (
+        "agenteval: error: No evaluator in evaluators matches --tag 'nightly' (their tags: smoke)\n"
+    )
+
+
+def test_cli_path_and_class_as_reports_name_them_runs_that_evaluator(
+    cli: Cli, write: Write
+) -> None:
+    write("evaluators/both.py", PASSING + FAILING)  # (reports name them both.py::Class)
+    assert cli("run", "evaluators/both.py::EchoEvaluator").code == 0  # (the other left out)
+    assert cli("run", "evaluators/both.py::FailingEvaluator").code == 1
+    wrong = cli("run", "evaluators/both.py::Echo")
+    assert wrong.stderr == (
+        "agenteval: error: evaluators/both.py has no evaluator class 'Echo' (its evaluators: "
+        "EchoEvaluator, FailingEvaluator)\n"
+    )
+    folder = cli("run", "evaluators::Echo")
+    assert folder.stderr == (
+        "agenteval: error: 'evaluators::Echo': '::Echo' picks a class of a file, and "
+        "'evaluators' is a folder: use -k 'Echo'\n"
+    )
 
 
 def test_cli_set_up_failure_reports_stage_and_others_still_run(cli: Cli, write: Write) -> None:
@@ -1274,6 +1297,8 @@ def test_make_evaluator_rejects_bad_names(cli: Cli) -> None:
             f"agenteval: error: {name!r} is not a valid class name: use something like "
             "RefundEvaluator\n"
         )
+    named = cli("make:evaluator", "RefundEvaluator.py", "--dir", "by-file")  # (was class Py)
+    assert named.code == 0 and named.lines[0].startswith("Created by-file/refund_evaluator.py")
     result = cli("make:evaluator", "path")  # the class hid the template's import of it
     assert result.stderr == (
         "agenteval: error: 'Path' is a name the evaluator template imports: use something "

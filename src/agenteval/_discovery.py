@@ -335,11 +335,12 @@ def discover(
 ) -> list[EvaluatorSpec]:
     """Import the evaluator files under ``paths`` and return their evaluator classes.
 
-    Ordered by file path then line. Classes may be passed directly instead of paths.
+    Ordered by file path then line. Classes may be passed directly instead of paths, and a
+    file's ``path::Class`` (as reports name an evaluator) picks that one class of it.
     """
     root = root or Path.cwd()
     specs: list[EvaluatorSpec] = []
-    seen: set[str] = set()
+    imported: dict[str, list[EvaluatorSpec]] = {}
     for entry in paths:
         if isinstance(entry, type):
             if not issubclass(entry, BaseEvaluator):
@@ -356,20 +357,35 @@ def discover(
                 "An empty PATH was given (an unset shell variable?): pass a file or folder "
                 "of evaluators"
             )
-        path = Path(entry)
+        text, wanted = str(entry), None
+        if "::" in text and not Path(text).exists():
+            text, _, wanted = text.partition("::")
+        path = Path(text)
         if not path.exists():
             raise DiscoveryError(
-                f"Path {str(entry)!r} does not exist: pass a file or folder of evaluators"
+                f"Path {text!r} does not exist: pass a file or folder of evaluators"
+            )
+        if wanted is not None and not path.is_file():
+            raise DiscoveryError(
+                f"{str(entry)!r}: '::{wanted}' picks a class of a file, and {text!r} is a "
+                f"folder: use -k {wanted!r}"
             )
         files = _candidate_files(path) if path.is_dir() else [path]
         for file in files:
             shown = _display_path(file, root)
-            if shown in seen:
-                continue
-            seen.add(shown)
-            found = _classes_in(_import_file(file, shown, root), shown)
-            _refuse_redefined(file, shown, found)
-            specs.extend(found)
+            if shown not in imported:
+                found = _classes_in(_import_file(file, shown, root), shown)
+                _refuse_redefined(file, shown, found)
+                imported[shown] = found
+            chosen = imported[shown]
+            if wanted is not None:
+                chosen = [s for s in chosen if s.cls.__name__ == wanted]
+                if not chosen:
+                    names = ", ".join(s.cls.__name__ for s in imported[shown]) or "none"
+                    raise DiscoveryError(
+                        f"{shown} has no evaluator class {wanted!r} (its evaluators: {names})"
+                    )
+            specs.extend(chosen)
     unique = {s.id: s for s in specs}
     return sorted(unique.values(), key=lambda s: (s.file, s.line))
 
@@ -377,13 +393,15 @@ def discover(
 def select(
     specs: Iterable[EvaluatorSpec], pattern: str | None = None, tags: Sequence[str] = ()
 ) -> list[EvaluatorSpec]:
-    """Keep evaluators whose name or id contains ``pattern`` and that carry one of ``tags``."""
+    """Keep evaluators whose name or id contains ``pattern`` and that carry one of ``tags``
+    (both compared regardless of case)."""
     chosen = []
     needle = pattern.lower() if pattern else None
+    wanted = {tag.lower() for tag in tags}
     for spec in specs:
         if needle and needle not in spec.id.lower() and needle not in spec.name.lower():
             continue
-        if tags and not set(tags) & set(spec.cls.tags):
+        if wanted and not wanted & {tag.lower() for tag in spec.cls.tags}:
             continue
         chosen.append(spec)
     return chosen

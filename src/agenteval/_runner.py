@@ -1232,16 +1232,19 @@ def run_evaluations(
         drivers, verbose, progress, str(cfg.path) if outputs is None else "run_evaluations"
     )
     before = set(sys.modules)  # (what the config and its drivers imported is no item's)
-    specs = select(discover(paths), filter, tags)
+    found = discover(paths)
+    specs = select(found, filter, tags)
     imported = set(sys.modules) - before
     if not specs:
         where = ", ".join(str(p) for p in paths)
         if filter or tags:
+            known = sorted({tag for spec in found for tag in spec.cls.tags})
             raise DiscoveryError(
                 f"No evaluator in {where} matches "
                 + " and ".join(
                     ([f"-k {filter!r}"] if filter else []) + [f"--tag {t!r}" for t in tags]
                 )
+                + (f" (their tags: {', '.join(known)})" if tags and known else "")
             )
         raise DiscoveryError(
             f"No evaluators found in {where}: define a BaseEvaluator subclass in a .py file "
@@ -1278,7 +1281,9 @@ def run_evaluations(
                     specs,
                     retrying=bool(retry_errors),
                     # (classes passed in code are a selection of their own)
-                    everything=not (filter or tags or any(isinstance(p, type) for p in paths)),
+                    everything=not (
+                        filter or tags or any(isinstance(p, type) or "::" in str(p) for p in paths)
+                    ),
                 )
             # a record counts as done unless it was cancelled (or, retrying, it errored)
             redo = {"cancelled", *ERROR_STATUSES} if retry_errors else {"cancelled"}

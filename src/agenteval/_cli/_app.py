@@ -182,7 +182,8 @@ def run(
 ) -> None:
     """Run evaluators, report, and exit with the verdict.
 
-    Each PATH is an evaluator file or a folder of them (default: evaluators/)."""
+    Each PATH is an evaluator file or a folder of them (default: evaluators/), or
+    FILE::Class for one evaluator of a file."""
     from .. import _errors
     from .._item import HardStop
     from .._runner import EXIT_SIGNAL, run_evaluations
@@ -325,7 +326,8 @@ def make_evaluator(
     import keyword
     import re
 
-    class_name = re.split(r"[\\./:]+", name.strip())[-1]
+    given = name.strip().removesuffix(".py")  # (a file's name: RefundEvaluator.py)
+    class_name = re.split(r"[\\./:]+", given)[-1]
     if (
         not class_name.isidentifier()
         or not class_name[0].isalpha()

@@ -591,13 +591,17 @@ def _items(n: int) -> str:
 
 
 def _usage_text(u: Any) -> str:
-    text = f"agent {u.agent.input_tokens:,} in / {u.agent.output_tokens:,} out"
+    parts = []
+    if u.agent or not u.judge_calls:  # (a run that only judged spent no agent tokens)
+        parts.append(f"agent {u.agent.input_tokens:,} in / {u.agent.output_tokens:,} out")
     if u.judge_calls:
-        text += f" · judge {u.judge.input_tokens:,} in / {u.judge.output_tokens:,} out"
-        text += f" ({_count(u.judge_calls, 'call')}, {u.cached_calls} cached)"
+        parts.append(
+            f"judge {u.judge.input_tokens:,} in / {u.judge.output_tokens:,} out "
+            f"({_count(u.judge_calls, 'call')}, {u.cached_calls} cached)"
+        )
     if u.retries:
-        text += f" · {_count(u.retries, 'retry', 'retries')}"
-    return text
+        parts.append(_count(u.retries, "retry", "retries"))
+    return " · ".join(parts)
 
 
 ConsoleDriver = ConsoleOutput
