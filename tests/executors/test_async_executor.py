@@ -829,6 +829,16 @@ def exits_in_a_task(cli: Any) -> dict[str, Any]:
     return run_async(cli, "exits.py", EXITS_IN_A_TASK, "-c", "3")
 
 
+def interrupted_in_set_up(cli: Any) -> dict[str, Any]:
+    cli.write("two.py", SLOW_SET_UP_NEXT)
+    started = time.monotonic()
+    proc = cli.start("two.py", "--executor", "async", "-c", "8", "--no-progress", "--grace", "1")
+    assert cli.wait_until(lambda: (cli.root / "setting-up").exists(), 20)
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGINT)  # once: First's items get the grace period
+    return {"cli": cli, "result": cli.finish(proc, started)}
+
+
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
@@ -887,6 +897,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "grace-expiry": (interrupted, 30.0, "--grace", "0.5"),
         "stubborn": (stubborn,),
         "stopped-in-set-up": (stopped_in_set_up,),
+        "interrupted-in-set-up": (interrupted_in_set_up,),
         "exits-in-a-task": (exits_in_a_task,),
         "sync": (sync,),
         "cancels": (cancels,),
@@ -1029,6 +1040,18 @@ def test_async_a_task_of_an_item_that_ends_the_process_is_that_items_fault(
     assert cli.statuses(report) == {"os-exit": "crashed", "sys-exit": "error", "fine": "passed"}
     errors = {i["id"]: i["error"] for i in cli.items_of(report) if i["error"]}
     assert (errors["sys-exit"]["type"], errors["sys-exit"]["message"]) == ("SystemExit", "4")
+
+
+def test_async_items_pulled_before_the_next_set_up_start_before_it(
+    async_runs: dict[str, Any],
+) -> None:
+    # they waited, queued, for the next evaluator's set_up to return, and an interrupt
+    # meanwhile dropped them unstarted: "First interrupted, 0 items"
+    got = async_runs["interrupted-in-set-up"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 130, result.stdout + result.stderr
+    assert {r["id"]: r["status"] for r in cli.records()} == {f"a{n}": "passed" for n in range(6)}
+    assert "PASSED  First  two.py" in result.stdout
 
 
 def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(

@@ -246,6 +246,9 @@ class AsyncExecutor(Executor):
                     running[key] = pulled
                     items.submit(key, *pulled)
                     submitted += 1
+                    if pulled[1].last is not False:  # the next pull may set up the next
+                        items.wake()  # evaluator: these start first, not after its set_up
+                        submitted = 0
             except BaseException:  # stopped at once meanwhile: what finished is kept
                 on_result(*finished)
                 raise
