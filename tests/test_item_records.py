@@ -356,3 +356,32 @@ def test_an_asyncio_error_is_named_by_its_public_name() -> None:
 
     for exc in (asyncio.CancelledError("x"), asyncio.InvalidStateError()):
         assert error_info("run", exc).type == f"asyncio.{type(exc).__name__}"
+
+
+class Weighted(StringContains):
+    """A score scaled past what a score is, through model_copy (which skips validation)."""
+
+    def __init__(self, weight: float) -> None:
+        super().__init__("order")
+        object.__setattr__(self, "weight", weight)
+
+    def evaluate(self, actual: Any) -> Any:
+        result = super().evaluate(actual)
+        return result.model_copy(update={"score": result.score * self.weight})  # type: ignore[attr-defined]
+
+
+class Scaled(Checks):
+    def evaluate(self, output: Any, item: Any) -> None:
+        self.assert_that(Weighted(item["weight"]), output)
+
+
+@pytest.mark.parametrize("weight", [math.nan, 1.5, -1.0])
+def test_a_score_outside_0_to_1_is_the_items_error(weight: float) -> None:
+    # a NaN passed (a report of bare NaN, not JSON) sequentially, and crashed under fork
+    record = execute_item(
+        Scaled(), ItemTask("s.py::Scaled", 0, 0, {"text": "order", "weight": weight})
+    )
+    assert record.status == "error" and record.error is not None
+    assert record.error.message == (
+        f"Weighted.evaluate() returned a score of {1.0 * weight!r}: a score is a number from 0 to 1"
+    )

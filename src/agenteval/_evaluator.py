@@ -200,6 +200,14 @@ class BaseEvaluator:
                 f"{type(assertion).__name__}.evaluate() must return an AssertionResult, "
                 f"got {type(result).__name__}"
             )
+        score = result.score
+        if result is not PASSED and (
+            isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1
+        ):  # (model_copy(update=...) skips the check AssertionResult(...) makes: NaN, 1.5)
+            raise ValueError(
+                f"{type(assertion).__name__}.evaluate() returned a score of {score!r}: a score "
+                f"is a number from 0 to 1"
+            )
         ctx = current_item()
         if ctx is None:
             raise RuntimeError(
