@@ -153,3 +153,23 @@ def test_average_score_does_not_depend_on_completion_order() -> None:
             builder.add(_item(index, "passed", [_a(True, (0.1, 0.2, 0.3)[index])]))
         averages.add(builder.finish(name="E", wall_time=1.0).score.average)
     assert averages == {0.6 / 3}
+
+
+def test_failure_groups_of_equal_count_are_in_dataset_order_whatever_finished_first() -> None:
+    # parallel runs put the group whose items finished first first: reports differed
+    from agenteval._results import SummaryBuilder
+
+    orders = set()
+    for order in ((0, 1, 2, 3), (3, 2, 1, 0), (1, 0, 3, 2)):
+        builder = SummaryBuilder()
+        for index in order:
+            name, line = ("Contains", 17) if index % 2 == 0 else ("StartsWith", 19)
+            builder.add(_item(index, "failed", [_a(False, 0.0, name=name, line=line)]))
+        summary = builder.finish(name="E", wall_time=1.0)
+        orders.add(
+            (
+                tuple(g.key for g in summary.failures_by_assertion),
+                tuple(g.key for g in summary.failures_by_site),
+            )
+        )
+    assert orders == {(("Contains", "StartsWith"), ("ev.py:17", "ev.py:19"))}

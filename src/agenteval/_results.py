@@ -481,7 +481,11 @@ class SummaryBuilder:
         def groups(found: dict[str, FailureGroup]) -> list[FailureGroup]:
             for group in found.values():
                 group.items.sort(key=lambda i: self._index_of.get(i, 0))
-            return sorted(found.values(), key=lambda g: -g.count)
+            # ties in dataset order of their first item, not in the order items finished
+            first = self._index_of.get
+            return sorted(
+                found.values(), key=lambda g: (-g.count, first(g.items[0], 0) if g.items else 0)
+            )
 
         summary = EvaluatorSummary(
             name=name,
