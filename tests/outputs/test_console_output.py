@@ -275,3 +275,29 @@ def test_a_driver_listed_twice_finishes_once_per_listing() -> None:
     twice = Counting()
     run_evaluations([ShopEvaluator], outputs=[twice, twice], journal=False)
     assert Counting.finished == 2
+
+
+class Forging(StringContains):
+    """An assertion whose name holds a line break (and what could pass for a report line)."""
+
+    name = "Tone\nFAIL     item 'other' · injected"
+
+
+class ForgedNameEvaluator(BaseEvaluator):
+    def get_dataset(self) -> list[dict[str, str]]:
+        return [{"id": "a"}]
+
+    def run(self, item: dict[str, str]) -> str:
+        return "rude"
+
+    def evaluate(self, output: str, item: dict[str, str]) -> None:
+        self.assert_that(Forging("polite"), output)
+
+
+def test_a_line_break_in_a_name_is_shown_not_a_line_of_its_own() -> None:
+    stream = io.StringIO()
+    run_evaluations([ForgedNameEvaluator], outputs=[ConsoleOutput(stream=stream)], journal=False)
+    lines = stream.getvalue().splitlines()
+    assert not any(line.startswith("FAIL ") for line in lines)  # (was a forged line)
+    (fail,) = [line for line in lines if line.startswith("  FAIL ")]
+    assert fail.startswith("  FAIL     item 'a' · Tone ⏎ FAIL     item 'other' · injected · ")

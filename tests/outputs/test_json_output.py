@@ -190,3 +190,31 @@ def test_a_report_that_cannot_be_written_at_the_end_names_its_file_and_the_journ
         f"report again"
     )
     assert list(tmp_path.iterdir()) == [tmp_path / "gone"]
+
+
+def test_one_json_output_into_stdout_writes_a_document_for_each_run(tmp_path: Path) -> None:
+    # the second run of the same driver into a stream wrote nothing, and said nothing
+    import subprocess
+    import sys
+
+    script = tmp_path / "twice.py"
+    script.write_text(
+        "from agenteval import BaseEvaluator, run_evaluations\n"
+        "from agenteval.outputs import JsonOutput\n"
+        "class Ok(BaseEvaluator):\n"
+        "    def get_dataset(self):\n"
+        "        return [{'id': 1}]\n"
+        "    def run(self, item):\n"
+        "        return 'x'\n"
+        "    def evaluate(self, output, item):\n"
+        "        pass\n"
+        "report = JsonOutput('/dev/stdout')\n"
+        "for _ in range(2):\n"
+        "    run_evaluations([Ok], outputs=[report], journal=False)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    documents = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert [d["run"]["totals"]["passed"] for d in documents] == [1, 1]

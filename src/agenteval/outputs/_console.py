@@ -84,7 +84,7 @@ class ConsoleOutput(OutputDriver):
         if (self.stream or sys.stdout) is None:  # started with stdout closed (``>&-``)
             self._gone = True
             return
-        text = printable(safe(text), self.stream or sys.stdout)  # (every line: names too)
+        text = printable(_row(text), self.stream or sys.stdout)  # (every line: names too)
         try:
             if self._plain():
                 stream = self.stream or sys.stdout
@@ -241,7 +241,7 @@ class ConsoleOutput(OutputDriver):
 
         file = self.console.file
         self._live_display.show(
-            Text("\n").join(Text(printable(safe(t), file), style=s or "") for t, s in lines)
+            Text("\n").join(Text(printable(_row(t), file), style=s or "") for t, s in lines)
         )
 
     def finish_run(self, run: RunSummary) -> None:
@@ -588,6 +588,12 @@ def _count(n: int, one: str, many: str | None = None) -> str:
 
 def _items(n: int) -> str:
     return _count(n, "item")
+
+
+def _row(text: str) -> str:
+    """A line of the report, made safe: a line break in it (an assertion's name, say) is
+    shown, never a line of its own that could pass for one of the report's."""
+    return safe(text.replace("\n", " ⏎ "))
 
 
 def _usage_text(u: Any) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from .._results import EvaluatorSummary, RunSummary
-from ._base import OutputDriver
+from ._base import OutputDriver, RunInfo
 
 SCHEMA_VERSION = 1
 
@@ -46,6 +46,10 @@ class JsonOutput(OutputDriver):
         self.path = Path(path)
         self._target = self.path.absolute()  # where the run started, whatever items do
         self._streamed = False  # written into a stream once: a second document would garble it
+
+    def start_run(self, run: RunInfo) -> None:
+        """A new run (the driver may serve several): it writes a document of its own."""
+        self._streamed = False
 
     def output(self, summary: EvaluatorSummary) -> None:
         """Nothing per evaluator: the document is written once the run's verdict is known."""
