@@ -646,6 +646,34 @@ def test_cli_duplicate_ids_are_a_dataset_error(cli: Cli, write: Write) -> None:
     )
 
 
+def test_cli_ids_that_are_one_once_written_are_a_dataset_error(cli: Cli, write: Write) -> None:
+    # ids from file names that are not valid UTF-8 shared one journal record: a resume gave
+    # one item the other's result, a failure turned into a pass
+    write(
+        "evaluators/names.py",
+        """
+        from agenteval import BaseEvaluator
+
+        class Names(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": "c\\udcfe"}, {"id": "c\\udcff"}]
+
+            def run(self, item):
+                return item
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run")
+    assert result.code == 2
+    assert (
+        "  ERROR in get_dataset: DatasetError: item #1: ids 'c\\udcfe' and 'c\\udcff' are one "
+        "once written (what is not valid text, such as a lone surrogate from a file name, is "
+        "written as U+FFFD): give items ids of valid text" in result.lines
+    )
+
+
 def test_cli_a_dataset_of_yours_whose_describe_or_source_raises_loses_nothing(
     cli: Cli, write: Write
 ) -> None:

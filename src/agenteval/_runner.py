@@ -229,7 +229,8 @@ class _Ids:
 
     def __init__(self, dataset: Any) -> None:
         self.dataset = dataset
-        self.seen: dict[str, bool] = {}  # id -> whether it was an explicit 'id' field
+        # the id as the journal writes it -> whether it was an explicit 'id' field, and the id
+        self.seen: dict[str, tuple[bool, str | int]] = {}
 
     def __call__(self, item: Any, index: int) -> str | int:
         if type(item) is not dict and not isinstance(item, Mapping):  # dict: the fast way
@@ -256,9 +257,17 @@ class _Ids:
                 f"{self._where(index)} has an 'id' of more digits than Python writes out: "
                 "use a string"
             ) from None
-        earlier = self.seen.get(key)
+        journaled = _journaled(key)  # (ids that differ only in what is no text are one)
+        earlier = self.seen.get(journaled)
         if earlier is not None:
-            if earlier and explicit:
+            was_explicit, was = earlier
+            if was_explicit and explicit and str(was) != key:
+                raise DatasetError(
+                    f"{self._where(index)}: ids {was!r} and {value!r} are one once written "
+                    f"(what is not valid text, such as a lone surrogate from a file name, is "
+                    f"written as U+FFFD): give items ids of valid text"
+                )
+            if was_explicit and explicit:
                 raise DatasetError(
                     f"{self._where(index)}: duplicate item id {value!r}: ids must be unique "
                     f"within a dataset"
@@ -268,7 +277,7 @@ class _Ids:
                 f"index (items without an 'id' are numbered by position): give every item an "
                 f"'id', or none"
             )
-        self.seen[key] = explicit
+        self.seen[journaled] = (explicit, value)
         return value
 
     def _where(self, index: int) -> str:
