@@ -476,7 +476,7 @@ class _Run:
         if self.journal is not None and state.datasets:
             try:
                 _record_datasets(self.journal, [state])
-            except OSError as exc:
+            except (OSError, JournalError) as exc:  # (the manifest's rewrite says JournalError)
                 self._journal_failed(exc)
         self.drivers.call(
             "evaluator_started", state.spec.id, self.redact(state.spec.name), _dataset_len(dataset)
@@ -594,12 +594,13 @@ class _Run:
             self.drivers.call("item_finished", result)
             self._maybe_finalise(state)
 
-    def _journal_failed(self, exc: OSError) -> None:
+    def _journal_failed(self, exc: OSError | JournalError) -> None:
         """Go on without the journal: the report is whole, but a resume would run again
         what was not journaled."""
         assert self.journal is not None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         self.journal_error = (
-            f"the journal could not be written ({exc.strerror or exc}: {self.journal.dir}): "
+            f"the journal could not be written ({why}: {self.journal.dir}): "
             f"the report is complete, but a resume would run again what it lacks"
         )
         self.journal = None

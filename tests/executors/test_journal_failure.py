@@ -97,3 +97,54 @@ def test_records_that_cannot_be_read_are_one_line_on_resume(cli: Any) -> None:
         f"agenteval: error: Cannot read the records of run {run_dir.name!r}"
     ), result.stderr
     assert result.stderr.count("\n") == 1
+
+
+FULL_BY_THE_NEXT_DATASET = """
+import resource
+import signal
+
+from agenteval import BaseEvaluator
+from agenteval.datasets import JsonDataset
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Second(BaseEvaluator):
+    def set_up(self):  # the disk fills up before the dataset's fingerprint is recorded
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        self.limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, self.limits[1]))
+
+    def tear_down(self):
+        resource.setrlimit(resource.RLIMIT_FSIZE, self.limits)
+
+    def get_dataset(self):
+        return JsonDataset("cases.json")
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_a_manifest_that_cannot_be_updated_mid_run_leaves_the_report_whole(cli: Any) -> None:
+    # the run stopped at once: "Could not write the manifest", no report, no verdict
+    cli.write("cases.json", '[{"id": "b"}]')
+    cli.write("two.py", FULL_BY_THE_NEXT_DATASET)
+    result = cli.run("two.py", "--no-progress", "--output-json", "report.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == ""
+    assert cli.statuses(cli.json("report.json")) == {"a": "passed", "b": "passed"}
+    notices = [line for line in result.stdout.splitlines() if line.startswith("notice: ")]
+    assert len(notices) == 1 and "the journal could not be written" in notices[0], notices
