@@ -609,6 +609,8 @@ class _Run:
         if not state.exhausted or state.pending > 0 or state.finalised:
             return
         state.finalised = True
+        if not state.all_pulled:  # cut short (an interrupt in its set_up or get_dataset)
+            self._add_unreached(state)
         if state.ready and state.instance is not None:
             try:
                 with _working_in(state.cwd):
@@ -658,10 +660,7 @@ class _Run:
             state.finalised = True
             state.complete = state.all_pulled and state.pending == 0
             if not state.all_pulled:
-                for key in [k for k in self.unreached if k[0] == state.spec.id]:
-                    done, offset, length = self.unreached.pop(key)
-                    state.builder.add(done, at=(offset, length))
-                    self.drivers.call("item_finished", done)
+                self._add_unreached(state)
             if state.ready and state.instance is not None and not hard:
                 try:
                     with _working_in(state.cwd):
@@ -676,6 +675,14 @@ class _Run:
             self._flush()
         except HardStop:  # interrupted again: the rest is summarised, not handed out
             self._flush(drivers=False)
+
+    def _add_unreached(self, state: _EvaluatorState) -> None:
+        """The records a resumed run holds of the items of ``state`` it did not reach (it
+        was interrupted first): still the run's, as in its report."""
+        for key in [k for k in self.unreached if k[0] == state.spec.id]:
+            done, offset, length = self.unreached.pop(key)
+            state.builder.add(done, at=(offset, length))
+            self.drivers.call("item_finished", done)
 
 
 def _journaled(item_id: str | int) -> str:

@@ -901,3 +901,61 @@ def test_an_interrupted_resume_or_retry_reports_the_records_it_did_not_reach(
     final = cli.run("ten.py", "--no-progress", "--output-json", "final.json", how, run_dir.name)
     assert final.returncode == 0, final.stdout + final.stderr
     assert set(cli.statuses(cli.json("final.json")).values()) == {"passed"}
+
+
+FIRST_AND_SLOW_TO_LOAD = """
+import time
+from pathlib import Path
+from agenteval import BaseEvaluator
+
+
+class First(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "a"}]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Second(BaseEvaluator):
+    def get_dataset(self):
+        if Path("slow").exists():  # a dataset fetched from a service, say
+            Path("loading").touch()
+            time.sleep(1.5)  # (it comes within the grace period)
+        return [{"id": "b0"}, {"id": "b1"}, {"id": "b2"}]
+
+    def run(self, item):
+        if item["id"] == "b1" and not Path("slow").exists():
+            Path("reached-b1").touch()
+            time.sleep(30)
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_an_interrupted_resume_keeps_the_records_of_an_evaluator_it_was_loading(
+    cli: Any,
+) -> None:
+    # a resume interrupted while the next evaluator's dataset loaded reported it with 0 items,
+    # though the journal held some
+    cli.write("two.py", FIRST_AND_SLOW_TO_LOAD)
+    proc = cli.start("two.py", "--no-progress", "--grace", "0")
+    assert cli.wait_until(lambda: (cli.root / "reached-b1").exists(), 20)
+    os.kill(proc.pid, signal.SIGINT)
+    assert cli.finish(proc, time.monotonic()).returncode == 130
+    (cli.root / "slow").touch()
+    proc = cli.start("two.py", "--no-progress", "--output-json", "again.json", "--resume")
+    assert cli.wait_until(lambda: (cli.root / "loading").exists(), 20)
+    os.kill(proc.pid, signal.SIGINT)
+    got = cli.finish(proc, time.monotonic())
+    assert got.returncode == 130, got.stdout + got.stderr
+    assert cli.statuses(cli.json("again.json")) == {
+        "a": "passed",
+        "b0": "passed",
+        "b1": "cancelled",
+    }
