@@ -1281,7 +1281,7 @@ def run_evaluations(
     runs = Path(runs_dir) if runs_dir is not None else DEFAULT_RUNS_DIR
     previous: dict[tuple[str, str, int], tuple[ItemResult, int, int]] = {}
     unreached = previous
-    resumed = nothing_to_retry = False
+    resumed = nothing_to_retry = partial_run = False
     argv = list(argv) if argv is not None else list(sys.argv)
     jr: Journal | None = None
     if resume or retry_errors:
@@ -1331,8 +1331,12 @@ def run_evaluations(
                 f"{jr.manifest.get('run_id', run_dir.name)} began: the items it finished "
                 f"ran under the one before"
             )
-        nothing_to_retry = bool(retry_errors) and len(previous) == len(latest)
-        left_out = sorted(set(jr.manifest.get("evaluators") or {}) - {s.id for s in specs})
+        selected = {s.id for s in specs}  # (of the evaluators selected: -k, --tag)
+        nothing_to_retry = bool(retry_errors) and not any(
+            key[0] in selected for key in latest.keys() - previous.keys()
+        )
+        left_out = sorted(set(jr.manifest.get("evaluators") or {}) - selected)
+        partial_run = bool(left_out)
         if left_out:
             notices.append(
                 f"only the selected evaluators are resumed; run "
@@ -1399,8 +1403,8 @@ def run_evaluations(
                 interrupted = stop.requested
                 if nothing_to_retry and not run.started:
                     notices.append(
-                        f"no item of run {run_id} had errored, timed out or crashed: none was "
-                        f"retried"
+                        f"no item of run {run_id}{' of the evaluators selected' if partial_run else ''} "
+                        f"had errored, timed out or crashed: none was retried"
                     )
                 notices.extend([*run.notices, *chosen.notices])
                 if run.journal_error:

@@ -959,3 +959,43 @@ def test_an_interrupted_resume_keeps_the_records_of_an_evaluator_it_was_loading(
         "b0": "passed",
         "b1": "cancelled",
     }
+
+
+ONE_ERRS = """
+from agenteval import BaseEvaluator
+
+
+class Fine(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "f"}]
+
+    def run(self, item):
+        return "ok"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Errs(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "e"}]
+
+    def run(self, item):
+        raise ValueError("broken")
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_retry_errors_of_a_selection_without_errors_says_none_was_retried(cli: Any) -> None:
+    # only counted over the whole run: the selection's nothing to retry went unsaid
+    cli.write("two.py", ONE_ERRS)
+    assert cli.run("two.py", "--no-progress").returncode == 2
+    (run_dir,) = cli.run_dirs()
+    got = cli.run("two.py", "--no-progress", "--retry-errors", run_dir.name, "-k", "Fine")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert (
+        f"notice: no item of run {run_dir.name} of the evaluators selected had errored, timed "
+        "out or crashed: none was retried"
+    ) in got.stdout.splitlines(), got.stdout
