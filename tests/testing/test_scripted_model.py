@@ -95,3 +95,20 @@ class GuardEvaluator(BaseEvaluator):
     result = cli("run", "evaluators", "--no-progress")
     assert result.code == 2, result.stdout
     assert "unknown key 'tool_call'" in result.stdout
+
+
+def test_a_script_run_out_says_why_it_may_have_and_what_to_do() -> None:
+    from agenteval.llm import ModelRequest
+    from agenteval.testing import ScriptExhaustedError
+    from agenteval.trajectory import Message
+
+    model = ScriptedModel(["only one"])
+    request = ModelRequest(messages=[Message.user("hi")])
+    model.complete(request)
+    with pytest.raises(ScriptExhaustedError) as error:
+        model.complete(request)
+    assert str(error.value) == (
+        "ScriptedModel 'scripted:model' ran out of replies: request #2 but only 1 scripted "
+        "(one built in set_up serves every item of a run that runs them one after another: "
+        "script a reply for each, or build it in run)"
+    )

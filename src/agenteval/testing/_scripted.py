@@ -78,7 +78,9 @@ class ScriptedModel:
             if n >= len(self._replies):
                 raise ScriptExhaustedError(
                     f"ScriptedModel {self._name!r} ran out of replies: request #{n + 1} "
-                    f"but only {len(self._replies)} scripted"
+                    f"but only {len(self._replies)} scripted (one built in set_up serves "
+                    f"every item of a run that runs them one after another: script a reply "
+                    f"for each, or build it in run)"
                 )
             reply: Any = self._replies[n]
         if callable(reply) and not isinstance(reply, ModelResponse):
