@@ -447,8 +447,10 @@ def test_total_tokens_at_most_with_usage_on_only_some_messages() -> None:
     )
 
 
-def test_total_tokens_at_most_passes_a_conversation_the_agent_never_answered() -> None:
-    assert TotalTokensAtMost(0).evaluate(Trajectory.from_messages([Message.user("hi")])).passed
+def test_total_tokens_at_most_fails_a_conversation_the_agent_never_answered() -> None:
+    # (it passed: a budget kept by a run that never happened, as ToolWasNotCalled's was)
+    result = TotalTokensAtMost(0).evaluate(Trajectory.from_messages([Message.user("hi")]))
+    assert not result.passed and "the agent never answered" in result.message
 
 
 class NeverChatted:
@@ -476,6 +478,28 @@ def test_a_conversation_without_messages_fails_every_trajectory_assertion(
         f"messages; a simulated user that stopped at once leaves none (return the "
         f"Conversation itself to see its stop_reason)",
     )
+
+
+@pytest.mark.parametrize(
+    "silent",
+    [
+        [{"role": "system", "content": "You are a support agent."}],
+        [{"role": "user", "content": "Delete my account"}],
+        Trajectory.from_anthropic([], system="You are a support agent."),
+    ],
+    ids=["system", "user", "anthropic-system"],
+)
+def test_a_conversation_the_agent_never_answered_fails_every_trajectory_assertion(
+    silent: Any,
+) -> None:
+    # a system prompt or the user's words alone passed ToolWasNotCalled, MaxSteps(0), ...
+    for assertion in (ToolWasNotCalled("delete_account"), MaxSteps(0), MaxToolCalls(0)):
+        result = assertion.evaluate(silent)
+        assert not result.passed
+        assert result.message.startswith(
+            f"{assertion.name} was given a conversation in which the agent never answered "
+            "(no assistant message), which cannot show what the agent did: "
+        )
 
 
 def test_step_count_is_exact() -> None:

@@ -201,3 +201,31 @@ def test_as_trajectory_reads_agentevals_own_messages_dumped() -> None:
     dumped = json.loads(json.dumps([m.model_dump(mode="json") for m in trajectory.messages()]))
     read = as_trajectory(dumped)
     assert read is not None and read.messages() == trajectory.messages()
+
+
+def test_an_anthropic_history_with_only_server_tools_is_read_as_anthropic() -> None:
+    # it was taken for OpenAI's: the web search vanished and ToolWasNotCalled passed
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "server_tool_use",
+                    "id": "srvtoolu_1",
+                    "name": "web_search",
+                    "input": {"query": "weather Paris"},
+                },
+                {
+                    "type": "web_search_tool_result",
+                    "tool_use_id": "srvtoolu_1",
+                    "content": [{"type": "web_search_result", "url": "https://x", "title": "t"}],
+                },
+                {"type": "text", "text": "It is sunny."},
+            ],
+        },
+    ]
+    trajectory = as_trajectory(history)
+    assert trajectory is not None
+    assert [c.name for c in trajectory.tool_calls()] == ["web_search"]
+    assert trajectory.final_answer() == "It is sunny."

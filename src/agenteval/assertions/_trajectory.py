@@ -48,8 +48,9 @@ class Mode(str, enum.Enum):
 def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionResult:
     """``actual`` as a trajectory, or the failure explaining why it is not one."""
     trajectory = as_trajectory(actual)
-    if trajectory is not None and not trajectory.history:
-        # what never ran passes every "was not called" and "at most": it must not
+    if trajectory is not None and not any(m.role == "assistant" for m in trajectory.history):
+        # what never ran passes every "was not called" and "at most": it must not (nor
+        # a history of the system prompt, or of the user's words, alone)
         stopped = getattr(actual, "stop_reason", None)
         why = (
             f"it ended before its first turn (stop_reason: {stopped!r})"
@@ -58,10 +59,13 @@ def _trajectory(assertion: Assertion, actual: object) -> Trajectory | AssertionR
             "simulated user that stopped at once leaves none (return the Conversation itself "
             "to see its stop_reason)"
         )
+        what = (
+            "a conversation without a single message"
+            if not trajectory.history
+            else "a conversation in which the agent never answered (no assistant message)"
+        )
         return AssertionResult.fail(
-            0.0,
-            f"{assertion.name} was given a conversation without a single message, which "
-            f"cannot show what the agent did: {why}",
+            0.0, f"{assertion.name} was given {what}, which cannot show what the agent did: {why}"
         )
     if trajectory is not None:
         return trajectory

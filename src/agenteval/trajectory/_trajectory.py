@@ -401,8 +401,9 @@ def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropi
     """``"openai"`` or ``"anthropic"`` from the marks only one of them leaves; ``None`` if mixed.
 
     OpenAI has ``tool`` and ``developer`` roles and ``tool_calls`` keys; Anthropic has
-    ``tool_use`` and ``tool_result`` content blocks. A text-only conversation reads the
-    same either way.
+    ``tool_use`` and ``tool_result`` content blocks, and those of the server's own tools
+    (``server_tool_use``, ``web_search_tool_result``, ...). A text-only conversation reads
+    the same either way.
     """
     openai = anthropic = False
     for message in messages:
@@ -412,8 +413,10 @@ def _style(messages: Sequence[Mapping[str, Any]]) -> Literal["openai", "anthropi
             openai = True
         content = message.get("content")
         if isinstance(content, (list, tuple)):
-            kinds = {_field(_plain(block), "type") for block in content}
-            anthropic = anthropic or bool(kinds & {"tool_use", "tool_result"})
+            kinds = {str(_field(_plain(block), "type")) for block in content}
+            anthropic = anthropic or any(
+                kind.endswith(("tool_use", "tool_result")) for kind in kinds
+            )
     if openai and anthropic:
         return None
     return "anthropic" if anthropic else "openai"
