@@ -631,3 +631,30 @@ def test_trajectory_from_openai_pairs_results_without_ids_with_calls_without_ids
         ("lookup", "found"),
         ("ship", "shipped"),
     ]
+
+
+@pytest.mark.parametrize(
+    "usage", [{}, {"promptTokens": 90000, "completionTokens": 4000}], ids=["empty", "camel-case"]
+)
+def test_usage_agenteval_cannot_read_is_unmeasured_not_zero(usage: dict[str, int]) -> None:
+    # it counted as 0 tokens, and TotalTokensAtMost passed a 94,000-token answer
+    history = [
+        {"role": "user", "content": "Summarise"},
+        {"role": "assistant", "content": "...", "usage": usage},
+    ]
+    assert Trajectory.from_openai(history).history[1].usage is None
+
+
+def test_usage_counts_are_whole_numbers() -> None:
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    history[1]["usage"] = {"prompt_tokens": 9.0, "completion_tokens": 2}  # type: ignore[assignment]
+    assert Trajectory.from_openai(history).history[1].usage == Usage(
+        input_tokens=9, output_tokens=2
+    )
+    history[1]["usage"] = {"prompt_tokens": "9"}  # type: ignore[assignment]
+    with pytest.raises(ValueError) as error:
+        Trajectory.from_openai(history)
+    assert str(error.value) == (
+        "Trajectory.from_openai: message #1: usage 'prompt_tokens' must be a whole number of "
+        "tokens, got '9'"
+    )

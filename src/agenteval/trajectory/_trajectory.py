@@ -551,11 +551,22 @@ def _usage(raw: Any, where: str) -> Usage | None:
     if not isinstance(details, Mapping):
         details = {}
 
+    measured = False
+
     def count(source: Mapping[str, Any], *keys: str) -> int:
+        nonlocal measured
         for key in keys:
             value = source.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
+            if value is None:
+                continue
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(
+                    f"{where}: usage {key!r} must be a whole number of tokens, got {value!r}"
+                )
+            measured = True
+            return value
         return 0
 
     cache_read = count(raw, "cache_read_tokens", "cache_read_input_tokens") or count(
@@ -569,9 +580,12 @@ def _usage(raw: Any, where: str) -> Usage | None:
     else:
         # OpenAI's prompt_tokens include the cached ones; the four counts must not overlap.
         input_tokens = max(count(raw, "prompt_tokens") - cache_read - cache_write, 0)
+    output_tokens = count(raw, "output_tokens", "completion_tokens")
+    if not measured:  # ({}, or counts under names of another library's: unmeasured, not 0)
+        return None
     return Usage(
         input_tokens=input_tokens,
-        output_tokens=count(raw, "output_tokens", "completion_tokens"),
+        output_tokens=output_tokens,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )
