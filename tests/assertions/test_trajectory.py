@@ -614,3 +614,23 @@ def test_failure_messages_list_at_most_twenty_calls() -> None:
         assert len(message) < 1_000 and "… and 480 more" in message, message
     matches = TrajectoryMatches(["search"], mode="unordered").evaluate(looped)
     assert len(matches.context["actual"]) == 500  # the context keeps every call
+
+
+def test_a_dict_check_cannot_tell_on_digested_arguments_even_with_times_0() -> None:
+    # "never refunded 500" passed on a digested trajectory, whose arguments are not there
+    refunded = Trajectory.from_messages(
+        [
+            Message.user("refund it all"),
+            Message.assistant("", [ToolCall(id="c1", name="refund", inputs={"amount": 500})]),
+            Message.tool("c1", "refunded"),
+            Message.assistant("Done."),
+        ]
+    )
+    never = ToolWasCalled("refund", {"amount": 500}, times=0)
+    assert not never.evaluate(refunded).passed
+    result = never.evaluate(refunded.with_digested_payloads())
+    assert not result.passed
+    assert (
+        "its arguments were digested (with_digested_payloads()) on every call, so it could not tell"
+        in result.message
+    )

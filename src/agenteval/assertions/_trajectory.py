@@ -181,6 +181,10 @@ class ToolWasCalled(Assertion):
         if self.args is None:
             return True
         if isinstance(self.args, Mapping):
+            if len(inputs) == 1 and isinstance(inputs.get("_digest"), dict):
+                # only the arguments' shape is kept: no match, and no telling (times=0)
+                raised.append(LookupError("its arguments were digested (with_digested_payloads())"))
+                return False
             return all(key in inputs and same_json(inputs[key], v) for key, v in self.args.items())
         try:
             return bool(self.args(dict(inputs)))
