@@ -658,3 +658,26 @@ def test_usage_counts_are_whole_numbers() -> None:
         "Trajectory.from_openai: message #1: usage 'prompt_tokens' must be a whole number of "
         "tokens, got '9'"
     )
+
+
+def test_a_trajectory_loaded_from_json_keeps_the_verdict_its_merge_gave() -> None:
+    # a decision's None in a later snapshot, set by the JSON loader, undid the rejection
+    def call(**decision: str) -> dict[str, object]:
+        arguments = '{"order_id": "123"}'
+        return {
+            "id": "c1",
+            "function": {"name": "refund_order", "arguments": arguments},
+            **decision,
+        }
+
+    history = [
+        {"role": "user", "content": "Refund #123"},
+        {"role": "assistant", "content": None, "tool_calls": [call(approval="rejected")]},
+        {"role": "assistant", "content": None, "tool_calls": [call()]},  # logged again
+        {"role": "tool", "tool_call_id": "c1", "content": "Rejected", "is_error": True},
+        {"role": "assistant", "content": "I cannot refund this order."},
+    ]
+    trajectory = Trajectory.from_openai(history)
+    loaded = Trajectory.model_validate_json(trajectory.model_dump_json())
+    assert [c.approval for c in trajectory.tool_calls()] == ["rejected"]
+    assert [c.approval for c in loaded.tool_calls()] == ["rejected"]

@@ -479,8 +479,7 @@ def _merge(history: Sequence[Message]) -> _Merged:
                 k = latest.get(call.id)
                 follows = last_result.get(call.id, -1) > i
                 if k is not None and k not in in_message and _same_call(calls[k], call, follows):
-                    update = {field: getattr(call, field) for field in call.model_fields_set}
-                    calls[k] = calls[k].model_copy(update=update)
+                    calls[k] = calls[k].model_copy(update=_said(call))
                 else:
                     k = len(calls)
                     calls.append(call)
@@ -495,6 +494,18 @@ def _merge(history: Sequence[Message]) -> _Merged:
             )
             result_of[i] = k
     return _Merged(calls, first_seen, snapshot_of, result_of)
+
+
+def _said(call: ToolCall) -> dict[str, Any]:
+    """What a later snapshot of a call says: the fields it sets to other than their
+    defaults (a trajectory loaded from JSON sets every field, a decision's ``None`` too,
+    which must not undo the decision an earlier snapshot recorded)."""
+    fields = ToolCall.model_fields
+    return {
+        name: value
+        for name in call.model_fields_set
+        if (value := getattr(call, name)) != fields[name].get_default(call_default_factory=True)
+    }
 
 
 def _digest(value: Any) -> dict[str, Any]:
