@@ -855,15 +855,20 @@ def _while_starting(stop: StopState, name: str, _signum: int) -> None:
 
 
 def _reporting_signals(
-    stop: StopState, in_user_drivers: Callable[[], bool]
+    stop: StopState, in_user_drivers: Callable[[], bool], too_late: Callable[[], bool]
 ) -> AbstractContextManager[None]:
     """Once the items are done, while the run is reported. A first SIGINT/SIGTERM makes the
     run interrupted and cuts short the user's drivers still finishing (raises _CutShort
     while ``in_user_drivers()``); agenteval's report files and the console still finish.
-    A second stops at once (raises HardStop)."""
+    A second stops at once (raises HardStop). Once it is ``too_late()`` (the console prints
+    the verdict), a signal changes the verdict no more: the command ends with it."""
+    late: list[str] = []
 
     def handler(name: str, _signum: int) -> None:
-        if stop.requested is not None:
+        if too_late() and not late:
+            late.append(name)
+            return
+        if stop.requested is not None or late:
             raise HardStop(name)
         stop.requested = name
         if in_user_drivers():
@@ -1397,7 +1402,8 @@ def run_evaluations(
                 finally:
                     return_to(run.home)
             finishing: list[int] = []  # the turn of the drivers finishing now
-            with _reporting_signals(stop, lambda: finishing == [0]):
+            verdict: list[bool] = []  # the console is printing the verdict, or has
+            with _reporting_signals(stop, lambda: finishing == [0], lambda: bool(verdict)):
                 if stop.requested or hard:
                     run.close_unfinished(hard=hard)
                 interrupted = stop.requested
@@ -1443,6 +1449,8 @@ def run_evaluations(
                 try:
                     for turn in range(3):
                         finishing[:] = [turn]
+                        if turn == 2:
+                            verdict.append(True)
                         try:
                             for driver in driver_set.drivers:
                                 if _finishes_in(turn, driver):  # (one at a time: each is told
