@@ -185,6 +185,32 @@ class ExitsInATask(BaseEvaluator):
         pass
 """
 
+GIVEN_UP_BESIDE_A_PROCESS = """
+import asyncio
+import time
+
+from agenteval import BaseEvaluator
+
+
+class GivenUp(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "blocks"}, {"id": "quick"}, {"id": "child"}]
+
+    async def run(self, item):
+        if item["id"] == "blocks":
+            await asyncio.sleep(0.2)
+            time.sleep(5.5)  # holds the loop past --timeout and more: the loop is given up
+            return "late"
+        if item["id"] == "quick":
+            await asyncio.sleep(0.5)
+            return "rc=0"
+        process = await asyncio.create_subprocess_exec("sleep", "2.2")
+        return f"rc={await process.wait()}"
+
+    def evaluate(self, output, item):
+        assert item["id"] == "blocks" or output == "rc=0", output
+"""
+
 SYNC_EVALUATOR = """
 from agenteval import BaseEvaluator
 
@@ -839,6 +865,10 @@ def interrupted_in_set_up(cli: Any) -> dict[str, Any]:
     return {"cli": cli, "result": cli.finish(proc, started)}
 
 
+def given_up_beside_a_process(cli: Any) -> dict[str, Any]:
+    return run_async(cli, "given_up.py", GIVEN_UP_BESIDE_A_PROCESS, "-c", "2", "--timeout", "2.5")
+
+
 def cancels(cli: Any, *args: str) -> dict[str, Any]:
     return run_async(cli, "cancels.py", CANCELS_EVALUATOR, "-c", "20", *args)
 
@@ -899,6 +929,7 @@ def async_runs(cli_factory: Any) -> dict[str, Any]:
         "stopped-in-set-up": (stopped_in_set_up,),
         "interrupted-in-set-up": (interrupted_in_set_up,),
         "exits-in-a-task": (exits_in_a_task,),
+        "given-up-beside-a-process": (given_up_beside_a_process,),
         "sync": (sync,),
         "cancels": (cancels,),
         "cancels-with-timeout": (cancels, "--timeout", "10"),
@@ -1052,6 +1083,21 @@ def test_async_items_pulled_before_the_next_set_up_start_before_it(
     assert result.returncode == 130, result.stdout + result.stderr
     assert {r["id"]: r["status"] for r in cli.records()} == {f"a{n}": "passed" for n in range(6)}
     assert "PASSED  First  two.py" in result.stdout
+
+
+def test_async_a_loop_given_up_kills_nothing_of_the_items_run_again(
+    async_runs: dict[str, Any],
+) -> None:
+    # once free again, the old loop's shutdown killed every item's processes, those of the
+    # items now on the fresh loop too: "rc=-9"
+    got = async_runs["given-up-beside-a-process"].result()
+    cli, result = got["cli"], got["result"]
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert cli.statuses(cli.json("report.json")) == {
+        "blocks": "timeout",
+        "quick": "passed",
+        "child": "passed",
+    }
 
 
 def test_async_items_sharing_a_loop_held_in_turns_are_not_timed_out(

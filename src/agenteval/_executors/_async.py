@@ -375,6 +375,7 @@ class _ItemLoop:
         self._current: dict[int, asyncio.Task[None]] = {}  # item key -> its worker
         self._ours: set[int] = set()  # items we cancelled ourselves
         self._closing = False
+        self._gone = False  # given up: what it does after ends nothing shared
         self._shutdown_wait = _SHUTDOWN_WAIT  # (close() shortens it to fit its own wait)
         # --timeout: the items' timers, and who held the loop up
         self._timers: dict[int, asyncio.Handle] = {}
@@ -451,6 +452,7 @@ class _ItemLoop:
         """Give the loop up: no worker takes another item, the loop closes should its
         thread ever be free again, and nothing it does after is read."""
         _daemonic(self._thread, True)  # (the exit must not wait for it)
+        self._gone = True
         self.hold()
         self.close(0)
         ident = self._thread.ident if self._thread.is_alive() else None
@@ -506,7 +508,8 @@ class _ItemLoop:
                 for t in left:  # it caught every cancellation: closed with the loop, quietly
                     t._log_destroy_pending = False  # type: ignore[attr-defined]
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            if self._children.end_all():  # (what tasks left started: killed while the loop
+            if not self._gone and self._children.end_all():  # (what tasks left started: killed
+                # while the loop
                 # can still hear of their end, not after: "Loop ... is closed" warnings)
                 self.loop.run_until_complete(asyncio.sleep(_HEAR_ENDS))
         with contextlib.suppress(SystemExit, KeyboardInterrupt):
@@ -635,7 +638,8 @@ class _ItemLoop:
             item, self._timeout(how), time.perf_counter() - self.started[key], "timeout"
         )
         self.done.put((key, self.with_output(record, key)))
-        self._children.end(key)
+        if not self._gone:
+            self._children.end(key)
         # it still runs, and is still this item's (its hold-ups of the loop, its state):
         # the worker tidies up after it, should it ever end
         self._abandoned.add(worker)
@@ -744,7 +748,8 @@ class _ItemLoop:
                 task, _raised_by_item(evaluator, exc), time.perf_counter() - started
             )
         finally:
-            self._children.end(key)
+            if not self._gone:  # (a loop given up: its keys are the fresh loop's items' now)
+                self._children.end(key)
             self._returned.pop(key, None)
             self._spent.pop(key, None)
             with contextlib.suppress(ValueError):  # closed by the garbage collector elsewhere
