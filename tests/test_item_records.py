@@ -343,9 +343,9 @@ def test_outside_an_item_a_thread_is_told_how_to_carry_the_item_along() -> None:
     worker.join()
     assert errors == [
         "assert_that() can only be called while an item is being evaluated (from evaluate() "
-        "or run()): in a thread you start while items run many at once (--executor async) the "
-        "item is not known; start it with contextvars.copy_context().run, or use "
-        "asyncio.to_thread"
+        "or run()): this thread knows no item (one started in set_up, or left running by an "
+        "item that ended; under --executor async, any thread an item starts: start it with "
+        "contextvars.copy_context().run, or use asyncio.to_thread)"
     ]
 
 
@@ -385,3 +385,42 @@ def test_a_score_outside_0_to_1_is_the_items_error(weight: float) -> None:
     assert record.error.message == (
         f"Weighted.evaluate() returned a score of {1.0 * weight!r}: a score is a number from 0 to 1"
     )
+
+
+class LeavesAThread(Checks):
+    def run(self, item: Any) -> Any:
+        import threading
+
+        def late() -> None:
+            item["go"].wait(5)
+            try:
+                self.report_usage(input_tokens=9)
+            except RuntimeError as exc:  # (no item: refused, not counted in another's)
+                item["refused"] = str(exc)
+
+        if item["text"] == "first":  # a thread that outlives its item, and reports late
+            item["thread"] = threading.Thread(target=late)
+            item["thread"].start()
+        return item["text"]
+
+    def evaluate(self, output: Any, item: Any) -> None:
+        pass
+
+
+def test_a_thread_left_by_an_item_is_not_the_next_items() -> None:
+    # its late report was counted in the next item's record
+    import threading
+
+    go = threading.Event()
+    first: dict[str, Any] = {"text": "first", "go": go}
+    execute_item(LeavesAThread(), ItemTask("l.py::LeavesAThread", 0, 0, first))
+
+    class Second(LeavesAThread):
+        def run(self, item: Any) -> Any:
+            go.set()
+            first["thread"].join(5)
+            return "second"
+
+    record = execute_item(Second(), ItemTask("l.py::Second", 1, 1, {"text": "second"}))
+    assert record.usage.agent.input_tokens == 0
+    assert first["refused"].startswith("report_usage() can only be called while an item")

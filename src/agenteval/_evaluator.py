@@ -232,8 +232,9 @@ class BaseEvaluator:
 
 
 _THREAD_HINT = (
-    ": in a thread you start while items run many at once (--executor async) the item is "
-    "not known; start it with contextvars.copy_context().run, or use asyncio.to_thread"
+    ": this thread knows no item (one started in set_up, or left running by an item that "
+    "ended; under --executor async, any thread an item starts: start it with "
+    "contextvars.copy_context().run, or use asyncio.to_thread)"
 )
 
 

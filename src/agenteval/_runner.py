@@ -30,6 +30,7 @@ from pydantic_core import to_json
 from . import _interrupt
 from ._cache_settings import cache_settings, using_cache
 from ._config import Config, drivers_from, load_config, run_bootstrap
+from ._context import current_item
 from ._discovery import EvaluatorSpec, discover, select
 from ._errors import (
     AgentEvalError,
@@ -1162,7 +1163,8 @@ def _one_run_per_process(run: Callable[_P, RunSummary]) -> Callable[_P, RunSumma
     def one(*args: _P.args, **kwargs: _P.kwargs) -> RunSummary:
         me = (os.getpid(), threading.get_ident())
         with _RUNNING_LOCK:
-            if any(other[0] == me[0] and other != me for other in _RUNNING):
+            nested = current_item() is not None  # (an item's code, in whatever thread)
+            if not nested and any(other[0] == me[0] and other != me for other in _RUNNING):
                 raise UsageError(
                     "run_evaluations is already running in another thread of this process: "
                     "run them one after another, or each in a process of its own"
@@ -1175,6 +1177,12 @@ def _one_run_per_process(run: Callable[_P, RunSummary]) -> Callable[_P, RunSumma
                 _RUNNING.remove(me)
 
     return one
+
+
+def _outermost() -> bool:
+    """Whether the run going on is the only one of this process (none nested in it)."""
+    with _RUNNING_LOCK:
+        return sum(1 for pid, _ in _RUNNING if pid == os.getpid()) == 1
 
 
 @_one_run_per_process
@@ -1476,9 +1484,11 @@ def run_evaluations(
                 except HardStop:
                     pass  # a second signal: stop reporting at once (the journal is complete)
                 _settle(summary, driver_set, stop)
-                # the verdict is final: a signal after the run's handlers are gone ends the
-                # command with it (under the CLI's handlers; a library caller's are its own)
-                _interrupt.settle(summary.exit_code)
+                if _outermost():
+                    # the verdict is final: a signal after the run's handlers are gone ends
+                    # the command with it (under the CLI's handlers; a library caller's are
+                    # its own; a run nested in an item is not the command's)
+                    _interrupt.settle(summary.exit_code)
             return summary
         finally:
             if jr is not None:

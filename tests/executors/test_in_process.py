@@ -329,3 +329,38 @@ def test_run_evaluations_in_two_threads_at_once_is_refused_in_one_line(
     )
     assert codes == [0]
     assert run_evaluations([Waits], outputs=[], journal=False).exit_code == 0  # (then free)
+
+
+NESTS_A_RUN = """
+from agenteval import BaseEvaluator, run_evaluations
+
+
+class Inner(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "i"}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+
+
+class Outer(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": "o"}]
+
+    {prefix}def run(self, item):
+        return run_evaluations([Inner], outputs=[], journal=False).exit_code
+
+    def evaluate(self, output, item):
+        assert output == 0, output
+"""
+
+
+@pytest.mark.parametrize("executor", ["inline", "async"])
+def test_a_run_nested_in_an_item_is_no_second_run(cli: Any, executor: str) -> None:
+    # under async the item runs in another thread: it was refused as a run of a second thread
+    cli.write("nests.py", NESTS_A_RUN.replace("{prefix}", "async " if executor == "async" else ""))
+    result = cli.run("nests.py::Outer", "--executor", executor, "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
