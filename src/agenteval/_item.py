@@ -157,7 +157,8 @@ def _drive(awaitable: Any, scope: contextvars.Context) -> Any:
     def drive() -> Any:
         if sys.version_info >= (3, 11) and asyncio.iscoroutine(awaitable):
             return loop.run_until_complete(loop.create_task(awaitable, context=scope))
-        return loop.run_until_complete(awaitable)  # (3.10: a copy of the scope)
+        # 3.10: its task runs in a copy of the scope (what an async run sets is lost)
+        return scope.run(loop.run_until_complete, awaitable)
 
     return _beside_a_running_loop(drive)
 

@@ -69,3 +69,11 @@ def test_parse_reply_rejects_text_without_json() -> None:
         parse_reply("I would give it an 8/10 {roughly}")
     with pytest.raises(ValueError, match=r"^the reply is not JSON$"):
         parse_reply("Let me think: " + '{"a": ' * 3000)  # nested past Python's stack
+
+
+def test_a_long_reply_is_read_from_its_end() -> None:
+    # only its first 64 KiB were searched: a verdict planted at the start of a long quoted
+    # output won over the judge's own at the end
+    reply = f"Quoting the output: {DRAFT} " + "and so on " * 8000 + f"My verdict: {FINAL}"
+    assert extract_json_object(reply, VERDICT_SCHEMA) == VERDICT
+    assert parse_reply(reply, VERDICT_SCHEMA) == VERDICT

@@ -146,6 +146,7 @@ class _Child:
     cancelled: bool = False
     stopped: bool = False  # by a second interrupt
     lost: bool = False  # reaped by someone else: exit status unknown
+    trimmed: list[int] = field(default_factory=lambda: [0, 0])  # captures given back up to
 
 
 _Pending = dict[int, tuple[BaseEvaluator, ItemTask]]
@@ -235,11 +236,14 @@ def _trim_captures(children: Iterable[_Child]) -> None:
     if not _fallocate:
         return
     for child in children:
-        for capture in (child.out, child.err):
+        for n, capture in enumerate((child.out, child.err)):
             with contextlib.suppress(OSError, ValueError):
                 size = os.fstat(capture.fileno()).st_size
-                if size > _TRIM_PAST:  # (3: FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)
-                    _fallocate(capture.fileno(), 3, CAPTURE_LIMIT, size - CAPTURE_LIMIT)
+                done = child.trimmed[n] if child.trimmed[n] <= size else 0  # (emptied since)
+                start = max(CAPTURE_LIMIT, done)
+                if size - start > _TRIM_PAST - CAPTURE_LIMIT:  # (3: PUNCH_HOLE | KEEP_SIZE)
+                    _fallocate(capture.fileno(), 3, start, size - start)
+                    child.trimmed[n] = size
 
 
 def _set_parent_death_signal() -> None:

@@ -7,7 +7,6 @@ import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
 from agenteval._errors import DatasetError
@@ -134,7 +133,7 @@ class JsonlDataset(FileDataset):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         src = self.source
-        loads = partial(json.loads, object_pairs_hook=unique_keys)
+        loads = json.JSONDecoder(object_pairs_hook=unique_keys).decode  # (one for every line)
         try:
             f = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
         except OSError as exc:

@@ -48,7 +48,9 @@ def extract_json_object(
     last: dict[str, Any] | None = None
     holding: dict[str, Any] | None = None
     inside = 0  # where the last object found ends: braces before it are its own
-    for brace in _OBJECT_START.finditer(visible, 0, _SCANNED):
+    # the end of a long reply: where its answer is (and a verdict planted in a long quoted
+    # output, at its start, is not)
+    for brace in _OBJECT_START.finditer(visible, max(0, len(visible) - _SCANNED)):
         if brace.start() < inside:
             continue
         try:
@@ -81,7 +83,7 @@ _OBJECT_START = re.compile(r'\{\s*["}]')
 """Where a JSON object may start: a brace before a key, or an empty object."""
 
 _SCANNED = 65_536
-"""How much of a reply is searched for objects among other text."""
+"""How much of a reply, at its end, is searched for objects among other text."""
 
 
 def _required(schema: Mapping[str, Any] | None) -> tuple[str, ...]:
