@@ -458,7 +458,9 @@ class SummaryBuilder:
         complete = complete and not counts["cancelled"]
         if error is not None:
             status: EvaluatorStatus = "error"
-        elif skip_reason is not None:
+        elif skip_reason is not None and not total:
+            # (skipped by a resume or a retry that holds records of its items: those are
+            # its verdict, never hidden behind "skipped")
             status = "skipped"
         elif not complete:
             status = "interrupted"  # whatever ran, the verdict on this evaluator is unknown

@@ -999,3 +999,47 @@ def test_retry_errors_of_a_selection_without_errors_says_none_was_retried(cli: A
         f"notice: no item of run {run_dir.name} of the evaluators selected had errored, timed "
         "out or crashed: none was retried"
     ) in got.stdout.splitlines(), got.stdout
+
+
+SKIPS_WITHOUT_A_KEY = """
+import os
+
+from agenteval import BaseEvaluator, SkipEvaluator
+from agenteval.assertions import StringContains
+
+
+class Judged(BaseEvaluator):
+    def set_up(self):
+        if not os.environ.get("JUDGE_KEY"):
+            raise SkipEvaluator("no judge model configured")
+
+    def get_dataset(self):
+        return [{"id": "a"}, {"id": "b"}]
+
+    def run(self, item):
+        if item["id"] == "b":
+            raise ValueError("broken")
+        return "x"
+
+    def evaluate(self, output, item):
+        self.assert_that(StringContains("y"), output)
+"""
+
+
+@pytest.mark.parametrize("how", ["--resume", "--retry-errors"])
+def test_an_evaluator_that_skips_itself_on_resume_keeps_its_recorded_verdict(
+    cli: Any, how: str
+) -> None:
+    # a second CI job without the secret: "SKIPPED", exit 0, the failures hidden
+    cli.write("judged.py", SKIPS_WITHOUT_A_KEY)
+    first = cli.run("judged.py", "--no-progress", env={"JUDGE_KEY": "k"})
+    assert first.returncode == 2, first.stdout + first.stderr
+    (run_dir,) = cli.run_dirs()
+    again = cli.run("judged.py", "--no-progress", "--output-json", "again.json", how, run_dir.name)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert cli.statuses(cli.json("again.json")) == {"a": "failed", "b": "error"}
+    assert "ERROR   Judged  judged.py" in again.stdout.splitlines()
+    assert (
+        "  skipped this time (no judge model configured): its items below are those the run "
+        "had recorded" in again.stdout.splitlines()
+    )

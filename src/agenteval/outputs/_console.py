@@ -315,9 +315,17 @@ class ConsoleOutput(OutputDriver):
             "interrupted": "bold yellow",
         }[s.status]
         lines.append((f"{s.status.upper():<7} {_one_line(s.name)}  {_one_line(s.file)}", style))
-        if s.skip_reason is not None:
+        if s.skip_reason is not None and not s.total:
             lines.append((f"  skipped: {_one_line(s.skip_reason)}", "cyan"))
             return lines
+        if s.skip_reason is not None:  # a resumed run's records of it stand
+            lines.append(
+                (
+                    f"  skipped this time ({_one_line(s.skip_reason)}): its items below are "
+                    f"those the run had recorded",
+                    "cyan",
+                )
+            )
         if s.error is not None:
             site = f"  {s.error.file}:{s.error.line}" if s.error.file else ""
             lines.append((f"  ERROR in {s.error.stage}: {_error_text(s.error)}{site}", "yellow"))
