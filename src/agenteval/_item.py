@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import inspect
 import os
+import re
 import sys
 import threading
 import time
@@ -455,6 +456,24 @@ def error_info(stage: Stage, exc: BaseException) -> ErrorInfo:
         file=_shown_path(file) if file else None,
         line=line,
     )
+
+
+_DUMP_FRAME = re.compile(r'^\s+File "(.+)", line (\d+) in ', re.MULTILINE)
+
+
+def stuck_at(error: ErrorInfo, dump: str) -> ErrorInfo:
+    """``error`` of an item stopped from outside (a timeout), with where its code was: the
+    stack ``faulthandler`` wrote on its way out (its thread that ran the item: the first
+    one dumped, most recent call first), the deepest frame of the user's code as its site."""
+    start = dump.find("Current thread ")
+    if start < 0:
+        return error
+    block = dump[start:].split("\n\n", 1)[0]
+    for file, line in _DUMP_FRAME.findall(block):
+        if not _is_ours(file) and not file.startswith("<"):
+            update = {"file": _shown_path(file), "line": int(line), "traceback": block}
+            return error.model_copy(update=update)
+    return error.model_copy(update={"traceback": block})
 
 
 def _validation_text(exc: pydantic.ValidationError) -> str:

@@ -180,6 +180,19 @@ def test_fork_faults_console_names_each_fault(fault_run: dict[str, Any]) -> None
     assert "ERROR: 12 items, 2 passed, 0 failed, 10 errors" in out
 
 
+def test_fork_a_timed_out_item_says_where_it_was_stuck(fault_run: dict[str, Any]) -> None:
+    # it said only that it had run out of time: where a hung call hung is what CI needs
+    items = {i["id"]: i for i in fault_run["cli"].items_of(fault_run["report"])}
+    hang, socket_read = items["hang"]["error"], items["socket-read"]["error"]
+    written = FAULTS_EVALUATOR.lstrip().splitlines()
+    sleep = written.index("            time.sleep(60)") + 1
+    recv = written.index("            client.recv(1)  # nobody ever answers") + 1
+    assert (hang["file"], hang["line"]) == ("faults.py", sleep)
+    assert (socket_read["file"], socket_read["line"]) == ("faults.py", recv)
+    assert hang["traceback"].startswith("Current thread ")
+    assert f"faults.py:{sleep}" in fault_run["result"].stdout
+
+
 THREADS_EVALUATOR = """
 import threading
 import time

@@ -38,6 +38,7 @@ import _signal  # type: ignore[import-not-found]
 import contextlib
 import ctypes
 import errno
+import faulthandler
 import gc
 import itertools
 import json
@@ -67,6 +68,7 @@ from .._item import (
     record_json,
     recorded_output,
     scrub,
+    stuck_at,
 )
 from .._redact import RedactingStream, handed
 from .._results import ErrorInfo, ItemResult, ItemStatus, ItemUsage
@@ -379,6 +381,9 @@ def _child_main(
             _watch_parent(parent)
         _standard_fds(out, err)
         captured = True
+        # stopped for its timeout, it writes where it was (all its threads' stacks) to its
+        # stderr on its way out: the record says where a hung item hung
+        faulthandler.register(_SIGTERM, file=2, all_threads=True, chain=True)
         if "faulthandler" in sys.modules and sys.modules["faulthandler"].is_enabled():
             sys.modules["faulthandler"].enable(file=2)  # a crash dump is the item's stderr
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
@@ -1153,6 +1158,7 @@ class ForkExecutor(Executor):
                 type="Timeout",
                 message=f"item exceeded --timeout {self.options.timeout:g}s and was stopped with {how}",
             )
+            error = stuck_at(error, stderr)  # (where it was: the stack it wrote as it went)
             status: ItemStatus = "timeout"
         elif child.cancelled:
             error = ErrorInfo(
