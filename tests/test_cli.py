@@ -1363,6 +1363,37 @@ def test_cli_secrets_are_redacted_from_reports(cli: Cli, write: Write, tmp_path:
     assert secret not in records
 
 
+def test_cli_the_password_of_a_url_in_the_environment_is_redacted(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    # only values of variables named like a key were: a DATABASE_URL's password leaked into
+    # the log, the report and the journal
+    write(
+        "evaluators/db.py",
+        """
+        import os
+        from agenteval import BaseEvaluator
+
+        class Db(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": "a"}]
+
+            def run(self, item):
+                raise ConnectionError("cannot reach " + os.environ["DATABASE_URL"])
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    url = "postgres://app:hunter2hunter2@db:5432/app"
+    result = cli("run", "--output-json", "out.json", env={"DATABASE_URL": url})
+    assert result.code == 2
+    assert "ConnectionError: cannot reach postgres://app:[REDACTED]@db:5432/app" in result.stdout
+    kept = (tmp_path / "out.json").read_text() + result.stdout + result.stderr
+    kept += next((tmp_path / ".agenteval" / "runs").glob("*/records.jsonl")).read_text()
+    assert "hunter2hunter2" not in kept
+
+
 def test_cli_secrets_in_what_an_evaluator_says_of_itself_are_redacted(
     cli: Cli, write: Write, tmp_path: Path
 ) -> None:

@@ -10,7 +10,9 @@ from typing import Any
 
 from . import _lessons
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.I)
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|WEBHOOK)", re.I)
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^@\s/]+)@", re.I)
+"""The password of a URL with credentials (``postgres://app:PASSWORD@db/app``)."""
 SHORTEST_SECRET = 8
 """Shortest secret masked (a password in a URL, say): shorter ones are common words."""
 _MIN_HANDED = 16
@@ -81,9 +83,16 @@ class Redactor:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Redactor:
-        """Secrets are the values of variables whose names look like keys or tokens."""
+        """Secrets are the values of variables whose names look like keys or tokens, and
+        the passwords of URLs in any variable (``DATABASE_URL``, a DSN)."""
+        from urllib.parse import unquote
+
         env = os.environ if environ is None else environ
-        return cls([v for k, v in env.items() if secret_name(k)])
+        secrets = [v for k, v in env.items() if secret_name(k)]
+        for value in env.values():
+            for password in _URL_PASSWORD.findall(value):
+                secrets.extend((password, unquote(password)))
+        return cls(secrets)
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
