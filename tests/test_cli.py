@@ -928,6 +928,27 @@ def test_cli_config_and_bootstrap_import_modules_next_to_them(
     assert (tmp_path / "from-conf.json").exists()
 
 
+def test_cli_a_run_that_stops_before_reporting_leaves_no_earlier_report(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    # the green report of the run before stayed, to be read as this run's by a CI step
+    write("evaluators/echo.py", PASSING)
+    write(
+        "evaluation.py",
+        "from agenteval.outputs import JsonOutput\noutput = [JsonOutput('conf.json')]\n",
+    )
+    assert cli("run", "--output-json", "out.json").code == 0
+    assert (tmp_path / "out.json").exists() and (tmp_path / "conf.json").exists()
+    write("evaluators/broken.py", "from agenteval import BaseEvaluator\ndef broken(:\n")
+    result = cli("run", "--output-json", "out.json")
+    assert result.code == 2 and "SyntaxError" in result.stderr
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "conf.json").exists()
+    (tmp_path / "evaluators" / "broken.py").unlink()
+    assert cli("run", "--output-json", "out.json").code == 0
+    bad = cli("run", "--output-json", "out.json", "--min-success-rate", "1.5")
+    assert bad.code == 2 and not (tmp_path / "out.json").exists()
+
+
 def test_cli_output_json_dash_is_refused_not_written_as_a_file(
     cli: Cli, write: Write, tmp_path: Path
 ) -> None:

@@ -1261,6 +1261,7 @@ def run_evaluations(
     _apply_console_flags(
         drivers, verbose, progress, str(cfg.path) if outputs is None else "run_evaluations"
     )
+    _discard_earlier_reports(drivers)
     before = set(sys.modules)  # (what the config and its drivers imported is no item's)
     found = discover(paths)
     specs = select(found, filter, tags)
@@ -1531,6 +1532,14 @@ def _finishes_in(turn: int, driver: OutputDriver) -> bool:
 def _ours(driver: OutputDriver) -> bool:
     """Whether ``driver`` is one of agenteval's own (not a subclass of yours)."""
     return type(driver).__module__.startswith("agenteval.")
+
+
+def _discard_earlier_reports(drivers: Sequence[OutputDriver]) -> None:
+    from .outputs import JsonOutput
+
+    for driver in drivers:
+        if isinstance(driver, JsonOutput):
+            driver.discard_earlier()
 
 
 def _apply_console_flags(

@@ -211,6 +211,8 @@ def run(
         raise _fail(f"--isolation must be item or worker; got {isolation!r}")
     notices: list[str] = []
     extra = [JsonOutput(output_json)] if output_json else []
+    for report in extra:  # (before any error this run may still end with: none is its own)
+        report.discard_earlier()
     try:
         summary = run_evaluations(
             [str(Path(p)) if p.strip() else p for p in paths] if paths else ["evaluators"],

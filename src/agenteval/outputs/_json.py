@@ -47,6 +47,15 @@ class JsonOutput(OutputDriver):
         self._target = self.path.absolute()  # where the run started, whatever items do
         self._streamed = False  # written into a stream once: a second document would garble it
 
+    def discard_earlier(self) -> None:
+        """Remove the report an earlier run left at the path, before this run starts: one
+        that then stops short of reporting (an evaluator file that does not import, a bad
+        option) must leave no report, never an earlier one to be read as its own. Streams
+        (``/dev/stdout``, a pipe) are left alone."""
+        if _kind(self._target) == "file" and _own_stream(self._target) is None:
+            with contextlib.suppress(OSError):
+                Path(os.path.realpath(self._target)).unlink()
+
     def start_run(self, run: RunInfo) -> None:
         """A new run (the driver may serve several): it writes a document of its own."""
         self._streamed = False
