@@ -1092,7 +1092,7 @@ def _check_unchanged(
         elsewhere = (
             f" (it ran in {started_in}: evaluators are known by their path from there, so "
             f"resume it from that folder)"
-            if moved
+            if moved and missing  # (a file that changed changed wherever it is run from)
             else ""
         )
         why = [f"{'; '.join(sorted(set(changes)))} since it ran"] if changes else []

@@ -1043,3 +1043,27 @@ def test_an_evaluator_that_skips_itself_on_resume_keeps_its_recorded_verdict(
         "  skipped this time (no judge model configured): its items below are those the run "
         "had recorded" in again.stdout.splitlines()
     )
+
+
+def test_resume_in_another_checkout_of_a_changed_file_says_only_what_changed(cli: Any) -> None:
+    # (a CI retry job in a fresh checkout: it blamed the folder, which is not the problem)
+    import shutil
+
+    cli.write("job1/cases.json", '[{"id": "a"}]')
+    cli.write(
+        "job1/e.py",
+        "from agenteval import BaseEvaluator\nfrom agenteval.datasets import JsonDataset\n"
+        "class E(BaseEvaluator):\n"
+        "    def get_dataset(self):\n        return JsonDataset('cases.json')\n"
+        "    def run(self, item):\n        return 'x'\n"
+        "    def evaluate(self, output, item):\n        pass\n",
+    )
+    assert cli.run("e.py", "--no-progress", cwd=cli.root / "job1").returncode == 0
+    shutil.copytree(cli.root / "job1", cli.root / "job2")
+    (cli.root / "job2" / "cases.json").write_text('[{"id": "a"}, {"id": "b"}]')
+    (run_dir,) = cli.run_dirs("job2/.agenteval/runs")
+    refused = cli.run("e.py", "--no-progress", "--resume", cwd=cli.root / "job2")
+    assert refused.stderr == (
+        f"agenteval: error: Cannot resume run {run_dir.name!r}: dataset cases.json changed "
+        f"since it ran. Start a new run, or pass --force to resume anyway\n"
+    )
