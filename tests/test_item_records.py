@@ -294,30 +294,36 @@ def test_report_usage_takes_counts_and_refuses_what_it_cannot_count(
 
 
 class InThreads(BaseEvaluator):
-    """Assertions and usage reported from threads of the item's own."""
+    """Assertions and usage reported from threads the item starts in its own context."""
 
     def get_dataset(self) -> list[Any]:
         return []
 
     def run(self, item: Any) -> Any:
+        import contextvars
         import threading
 
-        worker = threading.Thread(target=lambda: self.report_usage(input_tokens=7))
+        report = contextvars.copy_context().run
+        worker = threading.Thread(
+            target=report, args=(self.report_usage,), kwargs={"input_tokens": 7}
+        )
         worker.start()
         worker.join()
         return item["text"]
 
     def evaluate(self, output: Any, item: Any) -> None:
+        import contextvars
         from concurrent.futures import ThreadPoolExecutor
 
         checks = [StringContains("order"), StringContains("refund")]
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda check: self.assert_that(check, output), checks))
+            for check in checks:
+                pool.submit(
+                    contextvars.copy_context().run, self.assert_that, check, output
+                ).result()
 
 
-def test_an_item_run_one_at_a_time_is_reached_from_its_own_threads() -> None:
-    # a thread pool's assertions raised "can only be called while an item is being
-    # evaluated", from evaluate(); a bare thread's failing assertion was lost
+def test_threads_an_item_starts_in_its_context_report_into_it() -> None:
     result = execute_item(InThreads(), ItemTask("e.py::InThreads", 0, 0, {"text": "order"}))
     assert result.status == "failed"
     assert sorted((a.name, a.passed) for a in result.assertions) == [
@@ -325,6 +331,24 @@ def test_an_item_run_one_at_a_time_is_reached_from_its_own_threads() -> None:
         ("StringContains", True),
     ]
     assert result.usage.agent.input_tokens == 7
+
+
+class InAPlainPool(Checks):
+    def evaluate(self, output: Any, item: Any) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(self.assert_that, StringContains("order"), output).result()
+
+
+def test_a_plain_threads_assertion_is_the_items_error_saying_how_to_carry_the_item() -> None:
+    # (the same under every executor: a pool's threads know no item by themselves)
+    result = execute_item(InAPlainPool(), ItemTask("e.py::P", 0, 0, {"text": "order"}))
+    assert result.status == "error" and result.error is not None
+    assert result.error.message.endswith(
+        "a thread knows its item only if the item's code starts it in its own context — "
+        "pool.submit(contextvars.copy_context().run, self.assert_that, ...), or asyncio.to_thread"
+    )
 
 
 def test_outside_an_item_a_thread_is_told_how_to_carry_the_item_along() -> None:
@@ -343,9 +367,9 @@ def test_outside_an_item_a_thread_is_told_how_to_carry_the_item_along() -> None:
     worker.join()
     assert errors == [
         "assert_that() can only be called while an item is being evaluated (from evaluate() "
-        "or run()): this thread knows no item (one started in set_up, or left running by an "
-        "item that ended; under --executor async, any thread an item starts: start it with "
-        "contextvars.copy_context().run, or use asyncio.to_thread)"
+        "or run()): a thread knows its item only if the item's code starts it in its own "
+        "context — pool.submit(contextvars.copy_context().run, self.assert_that, ...), or "
+        "asyncio.to_thread"
     ]
 
 

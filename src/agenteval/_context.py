@@ -7,7 +7,6 @@ so many items of one evaluator can be in flight at once in the async executor.
 from __future__ import annotations
 
 import contextvars
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,39 +83,20 @@ _current: contextvars.ContextVar[ItemContext | None] = contextvars.ContextVar(
     "agenteval_item", default=None
 )
 
-_sole: tuple[ItemContext, frozenset[int]] | None = None
-"""The item running in this process, when items run one at a time in it, and the threads
-alive when it began: a thread the item starts (a thread pool's, running its assertions) has
-no context of its own, but can only be working for that one; one that was there before (a
-thread of set_up's, one an earlier item left running) is not the item's."""
-_outer: list[tuple[ItemContext, frozenset[int]] | None] = []  # (an item of a nested run)
-
 
 def current_item() -> ItemContext | None:
-    """The item being evaluated in this thread or task, if any (in a thread the item
-    started, the one item of the process, if it runs one at a time)."""
-    ctx = _current.get()
-    if ctx is None and _sole is not None and threading.get_ident() not in _sole[1]:
-        return _sole[0]
-    return ctx
+    """The item being evaluated in this thread or task, if any."""
+    return _current.get()
 
 
 def enter_item(
-    spent: Callable[[ItemContext], None] | None = None, *, sole: bool = False
+    spent: Callable[[ItemContext], None] | None = None,
 ) -> tuple[ItemContext, contextvars.Token[ItemContext | None]]:
-    """Start collecting for a new item (``sole``: the only one in flight in the process);
-    pass the token to :func:`exit_item`."""
-    global _sole
+    """Start collecting for a new item; pass the token to :func:`exit_item`."""
     ctx = ItemContext(spent=spent)
-    if sole:
-        _outer.append(_sole)
-        _sole = (ctx, frozenset(t.ident for t in threading.enumerate() if t.ident is not None))
     return ctx, _current.set(ctx)
 
 
 def exit_item(token: contextvars.Token[ItemContext | None]) -> None:
     """Stop collecting for the item started with :func:`enter_item`."""
-    global _sole
-    if _sole is not None and _sole[0] is _current.get():
-        _sole = _outer.pop() if _outer else None
     _current.reset(token)

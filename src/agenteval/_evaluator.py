@@ -232,9 +232,9 @@ class BaseEvaluator:
 
 
 _THREAD_HINT = (
-    ": this thread knows no item (one started in set_up, or left running by an item that "
-    "ended; under --executor async, any thread an item starts: start it with "
-    "contextvars.copy_context().run, or use asyncio.to_thread)"
+    ": a thread knows its item only if the item's code starts it in its own context — "
+    "pool.submit(contextvars.copy_context().run, self.assert_that, ...), or "
+    "asyncio.to_thread"
 )
 
 

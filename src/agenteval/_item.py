@@ -234,7 +234,7 @@ def execute_item(
         return_to(task.cwd)
     task.recorded_input()  # before run can change it
     started, me = time.perf_counter(), os.getpid()
-    ctx, token = enter_item(_reporting(spent), sole=True)  # (one item at a time here)
+    ctx, token = enter_item(_reporting(spent))
     outcome = _Outcome()
     scope = contextvars.copy_context()  # the item's own: no context variable leaks to the next
     try:
