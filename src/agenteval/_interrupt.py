@@ -61,15 +61,26 @@ def on_sigterm(signum: int, _frame: FrameType | None) -> None:
     os.kill(os.getpid(), signum)
 
 
+_HANG_LIMIT = 10.0
+"""Seconds the last of the exit (Python tearing its modules down) may take once signals are
+ignored for it, before the process ends anyway."""
+
+
 def ignore_late() -> None:
     """Ignore SIGINT and SIGTERM once the exit code is final, for the rest of the exit
-    (registered with ``atexit`` first, so run last): Python's finalization puts the
-    default handlers back, and a signal while it tears modules down would kill the
-    process by signal, losing the code."""
-    if _settled is not None:
-        with contextlib.suppress(ValueError):  # (not the main thread: os._exit comes next)
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, signal.SIG_IGN)
+    (registered with ``atexit`` first, so run last): Python's finalization puts the default
+    handlers back, and a signal while it tears modules down would kill the process by
+    signal, losing the code. Should that teardown hang (a finalizer that blocks), the
+    process ends after ``_HANG_LIMIT`` seconds all the same, with where it hung on stderr:
+    ignoring signals must not make it unstoppable."""
+    if _settled is None:
+        return
+    import faulthandler
+
+    with contextlib.suppress(ValueError):  # (not the main thread: os._exit comes next)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+        faulthandler.dump_traceback_later(_HANG_LIMIT, exit=True)
 
 
 def _leave(code: int) -> None:

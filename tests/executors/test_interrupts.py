@@ -662,3 +662,42 @@ def test_an_evaluator_file_that_raises_keyboardinterrupt_is_its_error(cli: Any) 
     assert result.stderr == (
         "agenteval: error: Could not import raises.py:1: KeyboardInterrupt: from the file\n"
     )
+
+
+HANGS_AT_EXIT = """
+import time
+
+from agenteval import BaseEvaluator
+
+
+class _Client:
+    def __del__(self):  # a client flushing to a server that is gone, at the interpreter's exit
+        while True:
+            time.sleep(1)
+
+
+_client = _Client()
+
+
+class Passes(BaseEvaluator):
+    def get_dataset(self):
+        return [{"id": 1}]
+
+    def run(self, item):
+        return "x"
+
+    def evaluate(self, output, item):
+        pass
+"""
+
+
+def test_an_exit_that_hangs_after_the_verdict_still_ends_and_says_where(cli: Any) -> None:
+    # late signals are ignored once the verdict is printed, so that it stays the exit code:
+    # that must not make a hang in Python's own exit unstoppable
+    cli.write("hangs_at_exit.py", HANGS_AT_EXIT)
+    started = time.monotonic()
+    proc = cli.start("hangs_at_exit.py", "--no-progress")
+    result = cli.finish(proc, started, timeout=60)
+    assert "PASSED: 1 item" in result.stdout
+    assert result.returncode != 0  # (ended from outside its own code: never a clean 0)
+    assert "Timeout (0:00:10)!" in result.stderr and "__del__" in result.stderr
