@@ -1867,6 +1867,7 @@ def test_cli_piped_into_a_reader_that_stops_early_is_quiet(write: Write, tmp_pat
                 return [{"id": n} for n in range(50)]
 
             def run(self, item):
+                print("the agent's log of item", item["id"], "x" * 200)  # (into the pipe too)
                 return item["id"]
 
             def evaluate(self, output, item):

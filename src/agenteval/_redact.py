@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -127,9 +128,26 @@ class RedactingStream:
 
     def write(self, text: str) -> int:
         if isinstance(text, str):
-            self.proxied.write(self._redact(text))
+            try:
+                self.proxied.write(self._redact(text))
+            except BrokenPipeError:  # (``agenteval run ... | head``: not the item's fault)
+                self._reader_gone()
             return len(text)
         return int(self.proxied.write(text))  # (the stream's own error for bytes)
+
+    def flush(self) -> None:
+        try:
+            self.proxied.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """Whoever read the stream went away: what items print from now on goes nowhere,
+        as the console's own lines do, rather than failing the items."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.proxied.fileno())
+            os.close(devnull)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
