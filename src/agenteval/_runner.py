@@ -964,6 +964,14 @@ def _verdict_notices(summary: RunSummary, min_success_rate: float, max_errors: i
             f"{_count(failed, 'item')} failed, and the run passed all the same: every "
             f"evaluator's success rate reached --min-success-rate {min_success_rate:g}"
         )
+    if summary.exit_code == EXIT_FAILED and min_success_rate < 1.0:  # (the overall rate may
+        # reach it: say which evaluator did not)
+        notices.extend(
+            f"{s.name}'s success rate {s.success_rate:.1%} is below --min-success-rate "
+            f"{min_success_rate:g}"
+            for s in summary.evaluators
+            if s.status != "skipped" and s.total and s.success_rate < min_success_rate
+        )
     errored = summary.errored
     if errored and summary.exit_code != EXIT_ERROR:
         notices.append(
