@@ -420,7 +420,8 @@ def _get(key: str) -> str | None:
             row = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
     except (sqlite3.Error, OSError) as exc:
         _drop(path)
-        _bypassing(path, "read", exc)
+        if not _set_aside(path, exc):
+            _bypassing(path, "read", exc)
         return None
     return None if row is None else str(row[0])
 
@@ -436,7 +437,8 @@ def _put(key: str, kind: str, name: str, value: str) -> None:
             )
     except (sqlite3.Error, OSError) as exc:
         _drop(path)
-        _bypassing(path, "written", exc)
+        if not _set_aside(path, exc):
+            _bypassing(path, "written", exc)
 
 
 _warned: set[tuple[Path, str, str]] = set()
@@ -449,6 +451,28 @@ def _bypassing(path: Path, done: str, exc: BaseException) -> None:
     level = logging.DEBUG if said in _warned else logging.WARNING
     _warned.add(said)
     log.log(level, "response cache %s could not be %s, bypassing it: %s", path, done, exc)
+
+
+def _set_aside(path: Path, exc: BaseException) -> bool:
+    """Move a cache file that is no database (damaged, or cut short: one restored from an
+    earlier CI job, say) out of the way, so that the next call starts a new one, rather
+    than every call of every later run bypassing it; whether it was. A cache that is
+    locked or read-only (``OperationalError``) may be sound: it is kept."""
+    if type(exc) is not sqlite3.DatabaseError:
+        return False
+    try:
+        for part in (path, *(path.with_name(f"{path.name}-{end}") for end in ("wal", "shm"))):
+            if part.exists():
+                part.replace(part.with_name(part.name + ".damaged"))
+    except OSError:
+        return False
+    log.warning(
+        "response cache %s was damaged (%s): set aside as %s.damaged; a new one is started",
+        path,
+        exc,
+        path.name,
+    )
+    return True
 
 
 def _drop(path: Path) -> None:
