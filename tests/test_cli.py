@@ -82,6 +82,41 @@ def test_cli_min_success_rate_accepts_partial_success(cli: Cli, write: Write) ->
     )  # (which evaluator held the run back: the last line's rate is the whole run's)
 
 
+def test_cli_a_run_with_errors_says_how_to_retry_them(
+    cli: Cli, write: Write, tmp_path: Path
+) -> None:
+    write(
+        "evaluators/flaky.py",
+        """
+        from pathlib import Path
+        from agenteval import BaseEvaluator
+
+        class Flaky(BaseEvaluator):
+            def get_dataset(self):
+                return [{"id": "a"}, {"id": "b"}]
+
+            def run(self, item):
+                if item["id"] == "b" and not Path("up").exists():
+                    raise ConnectionError("provider down")
+                return "x"
+
+            def evaluate(self, output, item):
+                pass
+        """,
+    )
+    result = cli("run", "--no-progress")
+    assert result.code == 2
+    (hint,) = [line for line in result.lines if line.startswith("Retry what errored with: ")]
+    (run_dir,) = (tmp_path / ".agenteval" / "runs").iterdir()
+    assert (
+        hint
+        == f"Retry what errored with: agenteval run --no-progress --retry-errors {run_dir.name}"
+    )
+    (tmp_path / "up").touch()
+    again = cli(*hint.removeprefix("Retry what errored with: agenteval ").split())
+    assert again.code == 0, again
+
+
 def test_cli_run_error_exits_2_and_keeps_earlier_assertions(
     cli: Cli, write: Write, tmp_path: Path
 ) -> None:

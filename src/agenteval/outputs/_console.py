@@ -269,11 +269,11 @@ class ConsoleOutput(OutputDriver):
                     "red",
                 )
 
-    def _resume_command(self, run_id: str) -> str:
+    def _resume_command(self, run_id: str, again: str | None = None) -> str:
         """The command line that was run, with ``--resume RUN_ID`` instead of any resume
         (``--retry-errors RUN_ID`` for a retry: a resume would keep the errors it has not
-        retried yet)."""
-        again = "--retry-errors" if self._retrying else "--resume"
+        retried yet), or with ``again`` (the option to use) instead."""
+        again = again or ("--retry-errors" if self._retrying else "--resume")
         argv = self._argv
         if not argv or not argv[0].endswith("agenteval"):
             return f"agenteval run ... {again} {run_id}"
@@ -457,6 +457,9 @@ class ConsoleOutput(OutputDriver):
             lines.append((f"Interrupted by {run.interrupted}: finished items are saved.", "yellow"))
             if run.run_dir:
                 lines.append((f"Resume with: {self._resume_command(run.id)}", "yellow"))
+        elif (run.errored or broken) and run.run_dir:  # (a flaky provider: just those again)
+            retry = self._resume_command(run.id, "--retry-errors")
+            lines.append((f"Retry what errored with: {retry}", "yellow"))
         if self._parallel and any(  # (said where it shows: an average above total ÷ items)
             e.total > 1 and e.duration_s.average * e.total > e.duration_s.total
             for e in run.evaluators
