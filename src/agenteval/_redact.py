@@ -144,10 +144,7 @@ class RedactingStream:
     def _reader_gone(self) -> None:
         """Whoever read the stream went away: what items print from now on goes nowhere,
         as the console's own lines do, rather than failing the items."""
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.proxied.fileno())
-            os.close(devnull)
+        to_devnull(self.proxied)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -155,6 +152,15 @@ class RedactingStream:
 
     def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding, ...
         return getattr(self.proxied, name)
+
+
+def to_devnull(stream: Any) -> None:
+    """Point ``stream``'s descriptor at /dev/null: its reader went away (``agenteval run ...
+    | head``), and what is still written (or buffered, flushed at exit) must not fail."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
 
 
 handed = Redactor([])

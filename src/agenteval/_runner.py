@@ -785,16 +785,7 @@ def _json_on_stdout(drivers: Sequence[OutputDriver]) -> bool:
 
     if any(isinstance(d, ConsoleOutput) and d.stream is None for d in drivers):
         return False
-    try:  # (a report not written yet is a file of its own; no stdout at all is none)
-        stdout = os.fstat(1)
-        return any(
-            isinstance(d, JsonOutput)
-            and d.path.exists()
-            and os.path.samestat(os.stat(d.path), stdout)
-            for d in drivers
-        )
-    except OSError:
-        return False
+    return any(isinstance(d, JsonOutput) and d.on_stdout() for d in drivers)
 
 
 @contextmanager

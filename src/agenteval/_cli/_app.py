@@ -191,7 +191,7 @@ def run(
     from ..outputs._json import unwritable
     from ..outputs._text import one_line
 
-    if output_json is not None and output_json == "-":  # (a file named "-" would be written)
+    if output_json == "-":  # (a file named "-" would be written)
         raise _fail(
             "--output-json needs a file path, got '-': the console report is on stdout; for "
             "the JSON report there, give /dev/stdout and output = [] in the config"

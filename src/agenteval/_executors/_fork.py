@@ -203,7 +203,7 @@ class _Kit:
 _prctl: Any = None
 
 
-def _load_prctl() -> None:
+def _load_libc() -> None:
     """Look ``prctl`` (and ``fallocate``) up once, in the parent: loading libc in every
     child costs faults."""
     global _prctl, _fallocate
@@ -384,8 +384,8 @@ def _child_main(
         # stopped for its timeout, it writes where it was (all its threads' stacks) to its
         # stderr on its way out: the record says where a hung item hung
         faulthandler.register(_SIGTERM, file=2, all_threads=True, chain=True)
-        if "faulthandler" in sys.modules and sys.modules["faulthandler"].is_enabled():
-            sys.modules["faulthandler"].enable(file=2)  # a crash dump is the item's stderr
+        if faulthandler.is_enabled():
+            faulthandler.enable(file=2)  # a crash dump is the item's stderr
         if threaded:  # one may have held a stream's lock (new streams cost 0.3 ms)
             _fresh_streams()
         if (live := sys.modules.get("agenteval.outputs._live")) is not None:
@@ -698,7 +698,7 @@ class ForkExecutor(Executor):
         """Fork, supervise and collect until every task is done or the run is stopped."""
         limit = self.options.concurrency
         stop.backstop = max(stop.backstop, _BACKSTOP)
-        _load_prctl()
+        _load_libc()
         self._sweeper.start()
         sel = selectors.DefaultSelector()
         children: dict[int, _Child] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._journal import DEFAULT_RUNS_DIR, is_run_dir
+from .._redact import to_devnull
 from .._results import ErrorInfo, EvaluatorSummary, ItemResult, RunSummary
 from ._base import OutputDriver, RunInfo
 from ._text import one_line as _one_line
@@ -103,11 +104,7 @@ class ConsoleOutput(OutputDriver):
         own; what is still buffered goes to /dev/null, so that Python does not complain
         when it flushes stdout at exit."""
         self._gone = True
-        stream = self.stream or sys.stdout
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, stream.fileno())
-            os.close(devnull)
+        to_devnull(self.stream or sys.stdout)
 
     def _plain(self) -> bool:
         """Whether lines go out as they are, without rich: the stream is no terminal and

@@ -47,6 +47,11 @@ class JsonOutput(OutputDriver):
         self._target = self.path.absolute()  # where the run started, whatever items do
         self._streamed = False  # written into a stream once: a second document would garble it
 
+    def on_stdout(self) -> bool:
+        """Whether the report goes into this process's stdout (``/dev/stdout``, or the very
+        file the shell sent stdout to)."""
+        return _own_stream(self._target) is sys.stdout
+
     def discard_earlier(self) -> None:
         """Remove the report an earlier run left at the path, before this run starts: one
         that then stops short of reporting (an evaluator file that does not import, a bad
